@@ -1,0 +1,1 @@
+"""Numba kernels over plain arrays; the public modules validate, these trust."""

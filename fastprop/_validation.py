@@ -1,0 +1,311 @@
+"""Validation of everything that crosses fastprop's public boundary.
+
+Every public function routes its inputs through the helpers here, once, and
+the kernels behind it trust what they receive. Each helper raises a
+``ValueError`` whose message names the argument, shows the bad value and says
+how to fix it.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+_MAX_SHOWN = 5
+
+
+def _shown(indices):
+    """Format the first few of ``indices`` for an error message."""
+    indices = [int(i) for i in indices[:_MAX_SHOWN]]
+    return ", ".join(map(str, indices))
+
+
+def check_features(X, *, name="X", cosine=True):
+    """Validate a feature matrix and return it as C-contiguous float32.
+
+    Parameters
+    ----------
+    X : array_like of shape (n_samples, n_features)
+        Numeric features; float16/float64/integer input is converted.
+    name : str, default="X"
+        Argument name used in error messages.
+    cosine : bool, default=True
+        Reject all-zero rows, whose cosine similarity is undefined.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float32
+        A converted copy, or ``X`` itself when it already is C-contiguous float32.
+        It is never modified by fastprop.
+    """
+    if sp.issparse(X):
+        raise ValueError(
+            f"{name} is a sparse matrix; fastprop needs a dense array of embeddings. "
+            f"Convert it with {name}.toarray() if it fits in memory."
+        )
+    array = np.asarray(X)
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_
+    ) or np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(
+            f"{name} must hold real numbers, got dtype {array.dtype}. "
+            "Pass a numeric array such as float32 embeddings."
+        )
+    if array.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got shape {array.shape}. "
+            "Use X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+        )
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(
+            f"{name} is empty (shape {array.shape}); it needs at least one sample and one feature."
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        features = np.ascontiguousarray(array, dtype=np.float32)
+    finite_rows = np.isfinite(features).all(axis=1)
+    if not finite_rows.all():
+        bad = np.flatnonzero(~finite_rows)
+        overflow = np.isfinite(array[bad[0]]).all() if array.dtype != np.float32 else False
+        hint = " (the value overflows float32)" if overflow else ""
+        raise ValueError(
+            f"{name} has {bad.size} row(s) with NaN or infinite values, the first is row "
+            f"{bad[0]}{hint}. Remove or impute them before building the graph."
+        )
+    if cosine:
+        zero_rows = ~features.any(axis=1)
+        if zero_rows.any():
+            bad = np.flatnonzero(zero_rows)
+            raise ValueError(
+                f"{name} has {bad.size} all-zero row(s) (rows {_shown(bad)}"
+                f"{', ...' if bad.size > _MAX_SHOWN else ''}); their cosine similarity is "
+                "undefined. Remove them or give them a non-zero embedding."
+            )
+    return features
+
+
+def check_n_neighbors(n_neighbors, n_samples):
+    """Validate the number of neighbours of a kNN graph on ``n_samples`` points."""
+    check_integer("n_neighbors", n_neighbors, low=1)
+    if n_neighbors >= n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors!r} must be smaller than the number of samples "
+            f"({n_samples}); the largest allowed value is {n_samples - 1}."
+        )
+    return int(n_neighbors)
+
+
+def check_integer(name, value, *, low=None, high=None):
+    """Validate an integer parameter in the closed range ``[low, high]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}.")
+    _check_range(name, value, low, high, True, True)
+    return int(value)
+
+
+def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inclusive=True):
+    """Validate a finite real parameter in a range; open ends are ``None``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}.")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    _check_range(name, value, low, high, low_inclusive, high_inclusive)
+    return float(value)
+
+
+def _check_range(name, value, low, high, low_inclusive, high_inclusive):
+    too_low = low is not None and (value < low if low_inclusive else value <= low)
+    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    if too_low or too_high:
+        left = "-inf" if low is None else f"{low}"
+        right = "inf" if high is None else f"{high}"
+        bracket_left = "[" if low_inclusive and low is not None else "("
+        bracket_right = "]" if high_inclusive and high is not None else ")"
+        raise ValueError(
+            f"{name}={value!r} is out of range; allowed: "
+            f"{bracket_left}{left}, {right}{bracket_right}."
+        )
+
+
+def check_choice(name, value, choices):
+    """Validate that ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name}={value!r} is not supported; choose one of {allowed}.")
+    return value
+
+
+def check_graph(graph, n_samples=None, *, name="graph"):
+    """Validate an affinity graph and return it as canonical float32 CSR.
+
+    Parameters
+    ----------
+    graph : sparse matrix or ndarray of shape (n_samples, n_samples)
+        Non-negative, finite edge weights.
+    n_samples : int or None
+        Expected number of vertices (the number of rows of ``X``), if known.
+    name : str, default="graph"
+        Argument name used in error messages.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        A CSR copy with float32 weights, sorted indices, no explicit zeros and
+        no self loops (the predictors add their own).
+    """
+    if not sp.issparse(graph):
+        dense = np.asarray(graph)
+        if dense.ndim != 2 or not np.issubdtype(dense.dtype, np.number):
+            raise ValueError(
+                f"{name} must be a scipy.sparse matrix or a 2-D numeric array, got "
+                f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)}."
+            )
+        graph = sp.csr_matrix(dense)
+    rows, cols = graph.shape
+    if rows != cols:
+        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {graph.shape}.")
+    if n_samples is not None and rows != n_samples:
+        raise ValueError(
+            f"{name} has shape {graph.shape} but X has {n_samples} samples; build the graph "
+            f"from the same X (fastprop.build_knn_graph(X)) or pass the matching X."
+        )
+    csr = sp.csr_matrix(graph, dtype=np.float32, copy=True)
+    if not np.issubdtype(graph.dtype, np.number) or np.iscomplexobj(graph.data):
+        raise ValueError(f"{name} must hold real weights, got dtype {graph.dtype}.")
+    if not np.isfinite(csr.data).all():
+        raise ValueError(f"{name} has NaN or infinite edge weights; all weights must be finite.")
+    if (csr.data < 0).any():
+        bad = int((csr.data < 0).sum())
+        raise ValueError(
+            f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
+            "(clip cosine similarities at 0, as build_knn_graph does)."
+        )
+    csr.setdiag(0)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    csr.sort_indices()
+    return csr
+
+
+def check_random_state(random_state):
+    """Turn ``random_state`` into a ``numpy.random.Generator``.
+
+    ``None`` gives fresh entropy, an int a reproducible stream; a Generator is
+    used as it is.
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state={random_state!r} must be a non-negative integer.")
+        return np.random.default_rng(int(random_state))
+    raise ValueError(
+        f"random_state must be None, a non-negative int or a numpy.random.Generator, "
+        f"got {random_state!r}."
+    )
+
+
+def check_labels(y, n_samples):
+    """Validate semi-supervised labels; ``-1`` marks an unlabeled sample.
+
+    Returns
+    -------
+    classes : ndarray of int64
+        The sorted distinct labels other than -1.
+    encoded : ndarray of shape (n_samples,), int64
+        Index into ``classes`` for labeled samples, -1 for unlabeled ones.
+    """
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {labels.shape}.")
+    if labels.shape[0] != n_samples:
+        raise ValueError(
+            f"y has {labels.shape[0]} labels but X has {n_samples} samples; "
+            "pass one label per sample (-1 for unlabeled)."
+        )
+    labels = _as_integer_labels(labels, "y")
+    labeled = labels != -1
+    if (labels[labeled] < 0).any():
+        bad = np.unique(labels[labels < -1])
+        raise ValueError(
+            f"y has negative labels other than -1 ({_shown(bad)}); -1 is the only marker "
+            "for unlabeled samples, class labels must be >= 0."
+        )
+    if not labeled.any():
+        raise ValueError(
+            "y has no labeled sample (all labels are -1); give at least one seed label."
+        )
+    classes, encoded_labeled = np.unique(labels[labeled], return_inverse=True)
+    encoded = np.full(n_samples, -1, dtype=np.int64)
+    encoded[labeled] = encoded_labeled
+    return classes.astype(np.int64), encoded
+
+
+def _as_integer_labels(labels, name):
+    """Return ``labels`` as int64, rejecting non-integral values."""
+    if np.issubdtype(labels.dtype, np.integer):
+        return labels.astype(np.int64)
+    if np.issubdtype(labels.dtype, np.floating):
+        finite = np.isfinite(labels)
+        if finite.all() and np.array_equal(labels, np.round(labels)):
+            return labels.astype(np.int64)
+    raise ValueError(
+        f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}"
+        f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "
+        "Encode class names as integers first, e.g. with numpy.unique(..., return_inverse=True)."
+    )
+
+
+def check_validation(validation, n_samples, labeled_mask, classes):
+    """Validate a ``(indices, labels)`` pair of samples with known truth.
+
+    Labels are in the user's label space; -1 means a known outlier.
+
+    Returns
+    -------
+    indices : ndarray of int64
+    encoded : ndarray of int64
+        Index into ``classes``, or -1 for a known outlier.
+    """
+    try:
+        indices, labels = validation
+    except (TypeError, ValueError):
+        raise ValueError(
+            "validation must be a pair (indices, labels) of equal-length 1-D arrays, "
+            f"got {type(validation).__name__}."
+        ) from None
+    indices = np.asarray(indices)
+    labels = np.asarray(labels)
+    if indices.ndim != 1 or labels.ndim != 1 or indices.shape != labels.shape:
+        raise ValueError(
+            "validation must be (indices, labels) of equal-length 1-D arrays, got shapes "
+            f"{indices.shape} and {labels.shape}."
+        )
+    if indices.size == 0:
+        raise ValueError("validation is empty; pass at least one (index, label) pair or None.")
+    indices = _as_integer_labels(indices, "validation indices")
+    labels = _as_integer_labels(labels, "validation labels")
+    out_of_range = (indices < 0) | (indices >= n_samples)
+    if out_of_range.any():
+        raise ValueError(
+            f"validation indices must be in [0, {n_samples - 1}]; got {_shown(indices[out_of_range])}."
+        )
+    if np.unique(indices).size != indices.size:
+        raise ValueError("validation indices must be distinct; some index appears twice.")
+    overlapping = labeled_mask[indices]
+    if overlapping.any():
+        raise ValueError(
+            f"validation indices {_shown(indices[overlapping])} are labeled seeds; the validation "
+            "samples must be unlabeled in y (set y[i] = -1 or drop them from validation)."
+        )
+    position = np.searchsorted(classes, labels)
+    position = np.minimum(position, classes.size - 1)
+    known = classes[position] == labels
+    unknown = ~known & (labels != -1)
+    if unknown.any():
+        raise ValueError(
+            f"validation labels {_shown(np.unique(labels[unknown]))} are not classes of y "
+            f"({_shown(classes)}{', ...' if classes.size > _MAX_SHOWN else ''}); use -1 for "
+            "samples of no known class."
+        )
+    encoded = np.where(labels == -1, -1, position).astype(np.int64)
+    return indices, encoded

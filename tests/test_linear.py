@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.optimize import approx_fprime
+
+from fastprop.linear import (
+    fit_logistic_regression,
+    fit_softmax_regression,
+    logistic_loss_and_gradient,
+    sigmoid_proba,
+    softmax_loss_and_gradient,
+    softmax_proba,
+)
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(40, 5))
+    return rng, features
+
+
+def test_softmax_gradient_matches_finite_differences(problem):
+    rng, features = problem
+    targets = rng.dirichlet(np.ones(3), size=40)
+    weights = rng.uniform(0.5, 1.5, size=40)
+    weights /= weights.sum()
+    params = rng.normal(size=6 * 3)
+    _, gradient = softmax_loss_and_gradient(params, features, targets, weights, 0.3)
+    numeric = approx_fprime(params, lambda p: softmax_loss_and_gradient(p, features, targets, weights, 0.3)[0], 1e-7)
+    assert_allclose(gradient, numeric, atol=1e-5)
+
+
+def test_logistic_gradient_matches_finite_differences(problem):
+    rng, features = problem
+    targets = rng.uniform(size=40)
+    weights = np.full(40, 1 / 40)
+    params = rng.normal(size=6)
+    _, gradient = logistic_loss_and_gradient(params, features, targets, weights, 0.2)
+    numeric = approx_fprime(params, lambda p: logistic_loss_and_gradient(p, features, targets, weights, 0.2)[0], 1e-7)
+    assert_allclose(gradient, numeric, atol=1e-5)
+
+
+def test_softmax_regression_separates_a_separable_problem(problem):
+    rng, _ = problem
+    centres = np.array([[4.0, 0.0], [0.0, 4.0], [-4.0, -4.0]])
+    labels = rng.integers(0, 3, 90)
+    features = centres[labels] + rng.normal(size=(90, 2))
+    coef, intercept = fit_softmax_regression(features, np.eye(3)[labels], l2=1e-3)
+    proba = softmax_proba(features, coef, intercept)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.mean(proba.argmax(axis=1) == labels) == 1.0
+
+
+def test_softmax_regression_reaches_the_stationary_point(problem):
+    rng, features = problem
+    targets = np.eye(4)[rng.integers(0, 4, 40)]
+    coef, intercept = fit_softmax_regression(features, targets, l2=0.5, tol=1e-10, max_iter=2000)
+    params = np.concatenate([coef.ravel(), intercept])
+    _, gradient = softmax_loss_and_gradient(params, features, targets, np.full(40, 1 / 40), 0.5)
+    assert np.abs(gradient).max() < 1e-6
+
+
+def test_logistic_regression_matches_an_independent_newton_solve(problem):
+    rng, features = problem
+    targets = (features[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(float)
+    l2 = 0.1
+    coef, intercept = fit_logistic_regression(features, targets, l2=l2, tol=1e-10, max_iter=2000)
+    # Newton's method on the same objective, with an augmented design matrix.
+    design = np.hstack([features, np.ones((40, 1))])
+    penalty = np.diag([l2] * 5 + [0.0])
+    theta = np.zeros(6)
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-design @ theta))
+        gradient = design.T @ (p - targets) / 40 + penalty @ theta
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) / 40 + penalty
+        theta -= np.linalg.solve(hessian, gradient)
+    assert_allclose(np.append(coef, intercept), theta, atol=1e-5)
+    assert np.all((sigmoid_proba(features, coef, intercept) >= 0) & (sigmoid_proba(features, coef, intercept) <= 1))
+
+
+def test_fits_are_deterministic(problem):
+    rng, features = problem
+    targets = np.eye(3)[rng.integers(0, 3, 40)]
+    first = fit_softmax_regression(features, targets)
+    second = fit_softmax_regression(features, targets)
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])

@@ -1,0 +1,107 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fastprop import build_knn_graph, knn_search
+from fastprop._validation import check_graph, check_labels, check_validation
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        (np.zeros(5), "must be 2-D"),
+        (np.zeros((2, 3, 4)), "must be 2-D"),
+        (np.array([["a", "b"], ["c", "d"]]), "must hold real numbers"),
+        (np.zeros((0, 4)), "is empty"),
+        (np.zeros((4, 0)), "is empty"),
+        (np.array([[1 + 1j, 2], [3, 4]]), "must hold real numbers"),
+        (sp.eye(5, format="csr"), "sparse matrix"),
+    ],
+)
+def test_bad_features(X, message):
+    with pytest.raises(ValueError, match=message):
+        build_knn_graph(X, 1)
+
+
+def test_non_finite_rows_are_counted_and_located():
+    X = np.ones((10, 3))
+    X[4, 1] = np.nan
+    X[7, 0] = np.inf
+    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN or infinite values, the first is row 4"):
+        knn_search(X, 2)
+
+
+def test_float64_overflow_is_explained():
+    X = np.ones((5, 2))
+    X[3, 0] = 1e300
+    with pytest.raises(ValueError, match="overflows float32"):
+        knn_search(X, 2)
+
+
+def test_zero_rows_are_named():
+    X = np.ones((10, 3))
+    X[[2, 6]] = 0
+    with pytest.raises(ValueError, match=r"2 all-zero row\(s\) \(rows 2, 6\)"):
+        knn_search(X, 2)
+
+
+@pytest.mark.parametrize("k, message", [(0, r"out of range"), (10, "largest allowed value is 9"),
+                                        (2.5, "must be an integer"), (True, "must be an integer")])
+def test_bad_n_neighbors(k, message):
+    with pytest.raises(ValueError, match=message):
+        knn_search(np.random.default_rng(0).normal(size=(10, 3)), k)
+
+
+def test_bad_method_and_hnsw_parameters():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="method='kd' is not supported"):
+        knn_search(X, 2, method="kd")
+    with pytest.raises(ValueError, match=r"M=1 is out of range"):
+        knn_search(X, 2, method="hnsw", M=1)
+    with pytest.raises(ValueError, match="random_state must be"):
+        knn_search(X, 2, method="hnsw", random_state="seed")
+
+
+def test_graph_checks():
+    with pytest.raises(ValueError, match="must be square"):
+        check_graph(sp.csr_matrix((3, 4)))
+    with pytest.raises(ValueError, match="X has 5 samples"):
+        check_graph(sp.eye(4, format="csr"), 5)
+    with pytest.raises(ValueError, match="negative edge weight"):
+        check_graph(sp.csr_matrix(np.array([[0, -1.0], [-1.0, 0]])))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        check_graph(sp.csr_matrix(np.array([[0, np.nan], [1.0, 0]])))
+    cleaned = check_graph(np.array([[2.0, 1.0], [1.0, 0.0]]))
+    assert cleaned.dtype == np.float32 and cleaned[0, 0] == 0 and cleaned.nnz == 2
+
+
+def test_label_checks():
+    with pytest.raises(ValueError, match="y has 3 labels but X has 4 samples"):
+        check_labels([0, 1, -1], 4)
+    with pytest.raises(ValueError, match="no labeled sample"):
+        check_labels([-1, -1], 2)
+    with pytest.raises(ValueError, match="integer labels"):
+        check_labels([0.5, -1], 2)
+    with pytest.raises(ValueError, match="integer labels"):
+        check_labels(["a", "b"], 2)
+    with pytest.raises(ValueError, match="negative labels other than -1"):
+        check_labels([-2, 1], 2)
+    classes, encoded = check_labels(np.array([7.0, -1, 3, 7]), 4)
+    assert classes.tolist() == [3, 7] and encoded.tolist() == [1, -1, 0, 1]
+
+
+def test_validation_checks():
+    labeled = np.array([True, False, False, False])
+    classes = np.array([3, 7])
+    with pytest.raises(ValueError, match="must be in \\[0, 3\\]"):
+        check_validation(([1, 9], [3, 7]), 4, labeled, classes)
+    with pytest.raises(ValueError, match="are labeled seeds"):
+        check_validation(([0, 1], [3, 7]), 4, labeled, classes)
+    with pytest.raises(ValueError, match="not classes of y"):
+        check_validation(([1, 2], [3, 5]), 4, labeled, classes)
+    with pytest.raises(ValueError, match="must be distinct"):
+        check_validation(([1, 1], [3, 3]), 4, labeled, classes)
+    with pytest.raises(ValueError, match="pair"):
+        check_validation(None, 4, labeled, classes)
+    indices, encoded = check_validation(([1, 2, 3], [7, -1, 3]), 4, labeled, classes)
+    assert indices.tolist() == [1, 2, 3] and encoded.tolist() == [1, -1, 0]
