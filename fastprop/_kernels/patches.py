@@ -1,0 +1,149 @@
+"""Graph patches: BFS extraction, induced local CSR, SGC smoothing on it.
+
+A patch is stored as an array ``patch[:size]`` of global vertex ids in BFS
+order. ``stamp[v] == stamp_value`` marks membership of the current patch and
+``local_index[v]`` gives v's position in it, so that a patch costs O(patch)
+and never an O(N) reset: each new patch uses a fresh ``stamp_value``.
+"""
+
+import numba
+import numpy as np
+
+from .._config import JIT_OPTIONS
+
+#: ``extract_patch`` outcomes.
+PATCH_VIABLE = 0
+PATCH_TOO_LARGE = 1
+PATCH_COMPONENT_EXHAUSTED = 2
+
+
+@numba.njit(**JIT_OPTIONS)
+def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch):
+    """Grow a patch by BFS from ``start`` until its expected gain passes ``min_gain``.
+
+    Parameters
+    ----------
+    start : int
+        First vertex.
+    indptr, indices : ndarray
+        CSR structure of the graph.
+    confidence : ndarray of shape (n,)
+        Current vertex confidences; a vertex contributes ``1 - c`` to the gain.
+    min_gain : float
+        The patch is viable once ``sum(1 - c) > min_gain``.
+    max_size : int
+        The patch is not viable once it holds ``max_size`` vertices.
+    stamp, local_index : ndarray of shape (n,), int64
+        Membership stamps and positions; written for every vertex added.
+    stamp_value : int
+        This patch's stamp, different from every earlier one.
+    patch : ndarray of shape (>= max_size,), int64
+        Receives the vertices in BFS order (it doubles as the BFS queue).
+
+    Returns
+    -------
+    size : int
+    outcome : int
+        ``PATCH_VIABLE``, ``PATCH_TOO_LARGE`` or ``PATCH_COMPONENT_EXHAUSTED``
+        (the BFS ran out of vertices first).
+    gain : float
+        The patch's expected confidence gain.
+    """
+    patch[0] = start
+    stamp[start] = stamp_value
+    local_index[start] = 0
+    size = 1
+    gain = 1.0 - confidence[start]
+    if gain > min_gain:
+        return size, PATCH_VIABLE, gain
+    if size >= max_size:
+        return size, PATCH_TOO_LARGE, gain
+    head = 0
+    while head < size:
+        vertex = patch[head]
+        head += 1
+        for edge in range(indptr[vertex], indptr[vertex + 1]):
+            neighbour = indices[edge]
+            if stamp[neighbour] == stamp_value:
+                continue
+            stamp[neighbour] = stamp_value
+            local_index[neighbour] = size
+            patch[size] = neighbour
+            size += 1
+            gain += 1.0 - confidence[neighbour]
+            if gain > min_gain:
+                return size, PATCH_VIABLE, gain
+            if size >= max_size:
+                return size, PATCH_TOO_LARGE, gain
+    return size, PATCH_COMPONENT_EXHAUSTED, gain
+
+
+@numba.njit(**JIT_OPTIONS)
+def induced_subgraph(patch, size, indptr, indices, data, stamp, stamp_value, local_index,
+                     local_indptr, local_indices, local_weights):
+    """Row-normalised induced affinity of a patch, with unit self loops.
+
+    Row ``r`` of the output is ``D~^-1 (A_P + I)`` for vertex ``patch[r]``:
+    its own entry first, then its in-patch neighbours in global CSR order.
+    ``local_indices``/``local_weights`` need room for ``size + sum(degree)``
+    entries.
+
+    Returns
+    -------
+    int
+        The number of stored entries.
+    """
+    local_indptr[0] = 0
+    count = 0
+    for row in range(size):
+        vertex = patch[row]
+        row_start = count
+        local_indices[count] = row
+        local_weights[count] = 1.0
+        degree = 1.0
+        count += 1
+        for edge in range(indptr[vertex], indptr[vertex + 1]):
+            neighbour = indices[edge]
+            if stamp[neighbour] == stamp_value:
+                local_indices[count] = local_index[neighbour]
+                local_weights[count] = data[edge]
+                degree += data[edge]
+                count += 1
+        for entry in range(row_start, count):
+            local_weights[entry] /= degree
+        local_indptr[row + 1] = count
+    return count
+
+
+@numba.njit(**JIT_OPTIONS)
+def smooth(local_indptr, local_indices, local_weights, size, signal, out):
+    """One SGC step on a local CSR: ``out[:size] = S @ signal[:size]``."""
+    n_columns = signal.shape[1]
+    for row in range(size):
+        for column in range(n_columns):
+            out[row, column] = 0.0
+        for entry in range(local_indptr[row], local_indptr[row + 1]):
+            weight = local_weights[entry]
+            source = local_indices[entry]
+            for column in range(n_columns):
+                out[row, column] += weight * signal[source, column]
+
+
+@numba.njit(**JIT_OPTIONS)
+def gather_rows(patch, size, values, out):
+    """``out[:size] = values[patch[:size]]``."""
+    for row in range(size):
+        out[row, :] = values[patch[row], :]
+
+
+@numba.njit(**JIT_OPTIONS)
+def patch_sgc(patch, size, local_indptr, local_indices, local_weights, values, depth, first, second):
+    """``S^depth values[patch]`` on a patch, using two (>= size, c) buffers.
+
+    Returns the buffer that holds the result.
+    """
+    gather_rows(patch, size, values, first)
+    for _ in range(depth):
+        smooth(local_indptr, local_indices, local_weights, size, first, second)
+        first, second = second, first
+    return first

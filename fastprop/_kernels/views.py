@@ -1,0 +1,80 @@
+"""Scheduler bookkeeping: multi-view sums, the confident set, start exclusion."""
+
+import numba
+
+from .._config import JIT_OPTIONS
+
+
+@numba.njit(**JIT_OPTIONS)
+def accumulate_views(patch, size, predictions, frozen, probability_sum, view_count, confidence,
+                     single_view_confidence, confident_threshold, newly_confident):
+    """Add a patch's predictions to the views of its unfrozen vertices.
+
+    For each vertex ``v = patch[r]`` not in the confident set: its running sum
+    gains ``predictions[r]``, its count gains one, and its confidence becomes
+    ``max_k mean_k`` when it has two or more views, else
+    ``single_view_confidence``. Vertices whose confidence exceeds
+    ``confident_threshold`` are frozen and written to ``newly_confident``.
+
+    Returns
+    -------
+    int
+        How many vertices joined the confident set.
+    """
+    n_classes = predictions.shape[1]
+    n_new = 0
+    for row in range(size):
+        vertex = patch[row]
+        if frozen[vertex]:
+            continue
+        view_count[vertex] += 1
+        best = 0.0
+        for k in range(n_classes):
+            probability_sum[vertex, k] += predictions[row, k]
+            if probability_sum[vertex, k] > best:
+                best = probability_sum[vertex, k]
+        if view_count[vertex] > 1:
+            confidence[vertex] = best / view_count[vertex]
+        else:
+            confidence[vertex] = single_view_confidence
+        if confidence[vertex] > confident_threshold:
+            frozen[vertex] = True
+            newly_confident[n_new] = vertex
+            n_new += 1
+    return n_new
+
+
+@numba.njit(**JIT_OPTIONS)
+def exclude_neighbourhood(start, hops, indptr, indices, excluded, stamp, stamp_value, queue, depth):
+    """Mark ``start`` and every vertex within ``hops`` edges of it as excluded.
+
+    ``stamp``/``stamp_value`` mark visited vertices (fresh value per call);
+    ``queue`` and ``depth`` are scratch arrays of length n.
+
+    Returns
+    -------
+    int
+        How many vertices were reached (``start`` included).
+    """
+    queue[0] = start
+    depth[0] = 0
+    stamp[start] = stamp_value
+    excluded[start] = True
+    size = 1
+    head = 0
+    while head < size:
+        vertex = queue[head]
+        level = depth[head]
+        head += 1
+        if level >= hops:
+            continue
+        for edge in range(indptr[vertex], indptr[vertex + 1]):
+            neighbour = indices[edge]
+            if stamp[neighbour] == stamp_value:
+                continue
+            stamp[neighbour] = stamp_value
+            excluded[neighbour] = True
+            queue[size] = neighbour
+            depth[size] = level + 1
+            size += 1
+    return size

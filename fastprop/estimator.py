@@ -1,0 +1,386 @@
+"""FastProp: reliable label propagation on noisy affinity graphs."""
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import (
+    check_choice,
+    check_features,
+    check_graph,
+    check_integer,
+    check_labels,
+    check_random_state,
+    check_real,
+    check_validation,
+)
+from .confnet import confnet_confidence, normalised_adjacency, smooth_rows, structural_features
+from .graph import build_knn_graph
+from .linear import fit_softmax_regression, softmax_proba
+from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
+from .threshold import automatic_threshold, choose_threshold
+
+CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
+
+
+@dataclass(frozen=True)
+class _FitContext:
+    """What every propagation pass of one ``fit`` shares."""
+
+    graph: object
+    adjacency: object
+    unit: np.ndarray
+    seed_class: np.ndarray
+    n_classes: int
+    tie_rank: np.ndarray
+    rng: np.random.Generator
+    workspace: PatchWorkspace
+
+
+class FastProp:
+    """Propagate a few labels over a kNN affinity graph and reject outliers.
+
+    The method of Yang et al., *Learn to Propagate Reliably on Noisy Affinity
+    Graphs* (ECCV 2020): patches grown from confident vertices, an SGC local
+    predictor, multi-view confidence with a confident set that freezes, and a
+    ConfNet that refines the confidence; samples whose final confidence stays
+    below the outlier threshold are labeled -1.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=30
+        K of the kNN graph built when ``fit`` gets no ``graph`` (clamped to
+        ``n_samples - 1`` on tiny inputs).
+    min_gain : float, default=500
+        A patch is viable once its expected confidence gain ``sum(1 - c)``
+        passes this (the paper's Delta c_tau).
+    max_patch_size : int, default=3000
+        A patch that reaches this many vertices first is not viable (s).
+    exclusion_hops : int, default=1
+        After a vertex has started a patch, vertices within this many hops
+        never start one (m).
+    confident_threshold : float, default=0.9
+        c_tau: a vertex whose multi-view confidence passes it joins the
+        confident set and is never updated again.
+    single_view_confidence : float, default=1e-3
+        The confidence of a vertex seen by a single patch (epsilon).
+    predictor_depth : int, default=2
+        SGC depth of the local predictor.
+    predictor_l2 : float, default=1e-3
+        Ridge penalty of the local predictor's softmax regression.
+    confnet_depth : int, default=1
+        SGC depth of ConfNet.
+    confnet_l2 : float, default=1e-3
+        Ridge penalty of ConfNet's logistic regression.
+    eta : float, default=0.05
+        Fraction of the unlabeled vertices that ConfNet takes as positives
+        (most confident) and as negatives (least confident).
+    confnet_features : {"structure", "embedding"}, default="structure"
+        ConfNet's input before its SGC smoothing. ``"embedding"`` is the
+        paper's (the embeddings); ``"structure"`` (ours) describes each
+        prediction without naming its class (top probability, margin,
+        entropy, neighbour agreement, similarity to neighbours, degree,
+        views), so that what ConfNet learns from the classes propagation
+        finished first carries over to the others. Measured on Banking77
+        at 50% outliers: outlier AUROC 0.75 vs 0.68 (see bench/RESULTS.md).
+    confidence : {"both", "multiview", "confnet", "random"}, default="both"
+        Final confidence: the mean of multi-view and ConfNet (the paper's
+        ConfNet-dagger), either alone, or the random-score ablation (random
+        scores also steer the scheduler).
+    outlier_threshold : "auto", float or None, default="auto"
+        o_tau. With ``validation`` given to ``fit``, the threshold that
+        maximises accuracy on it is used instead. ``"auto"``: an
+        unsupervised rule on the confidence distribution (see
+        :func:`fastprop.threshold.automatic_threshold`). ``None``: no sample
+        is rejected.
+    graph_method : {"auto", "exact", "hnsw"}, default="auto"
+        kNN search used when ``fit`` builds the graph.
+    random_state : int, Generator or None
+        Breaks ties between equally confident start vertices and seeds hnswlib.
+    verbose : bool, default=False
+        Report progress on stderr.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The distinct labels of ``y`` other than -1.
+    transduction_ : ndarray of shape (n_samples,)
+        A class for every sample, -1 for outliers; seeds keep their label.
+    label_distributions_ : ndarray of shape (n_samples, n_classes)
+        Rows sum to 1. A vertex no viable patch reached gets the local
+        predictor applied to its whole-graph neighbourhood, with multi-view
+        confidence 0.
+    confidence_ : ndarray of shape (n_samples,)
+        Final confidence in [0, 1]; 1 for seeds.
+    multiview_confidence_, confnet_confidence_ : ndarray of shape (n_samples,)
+        The two stages (ConfNet's is NaN when it could not be trained).
+    view_count_ : ndarray of shape (n_samples,)
+        How many processed patches covered each sample (0 for seeds).
+    outlier_threshold_ : float
+        The o_tau used (0.0 when ``outlier_threshold=None``).
+    n_iter_ : int
+        Patches processed.
+    n_starts_ : int
+        Start vertices tried, viable or not.
+    n_training_patches_ : int
+        Patches sampled around the seeds to train the local predictor.
+    graph_ : scipy.sparse.csr_matrix
+        The affinity graph used.
+    timings_ : dict
+        Seconds spent in each phase.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastprop import FastProp
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.eye(8)[:2] * 5
+    >>> X = np.vstack([centres[0] + rng.normal(size=(100, 8)), centres[1] + rng.normal(size=(100, 8))])
+    >>> y = np.full(200, -1); y[0] = 0; y[100] = 1
+    >>> model = FastProp(random_state=0, outlier_threshold=None).fit(X, y)
+    >>> float(np.mean(model.transduction_[:100] == 0)) > 0.9
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        n_neighbors=30,
+        min_gain=500.0,
+        max_patch_size=3000,
+        exclusion_hops=1,
+        confident_threshold=0.9,
+        single_view_confidence=1e-3,
+        predictor_depth=2,
+        predictor_l2=3e-5,
+        confnet_depth=1,
+        confnet_l2=1e-3,
+        eta=0.05,
+        confnet_features="structure",
+        confidence="both",
+        outlier_threshold="auto",
+        graph_method="auto",
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_neighbors = n_neighbors
+        self.min_gain = min_gain
+        self.max_patch_size = max_patch_size
+        self.exclusion_hops = exclusion_hops
+        self.confident_threshold = confident_threshold
+        self.single_view_confidence = single_view_confidence
+        self.predictor_depth = predictor_depth
+        self.predictor_l2 = predictor_l2
+        self.confnet_depth = confnet_depth
+        self.confnet_l2 = confnet_l2
+        self.eta = eta
+        self.confnet_features = confnet_features
+        self.confidence = confidence
+        self.outlier_threshold = outlier_threshold
+        self.graph_method = graph_method
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_parameters(self):
+        check_integer("n_neighbors", self.n_neighbors, low=1)
+        check_real("min_gain", self.min_gain, low=0, low_inclusive=False)
+        check_integer("max_patch_size", self.max_patch_size, low=2)
+        check_integer("exclusion_hops", self.exclusion_hops, low=0)
+        check_real("confident_threshold", self.confident_threshold, low=0, high=1, low_inclusive=False)
+        check_real("single_view_confidence", self.single_view_confidence, low=0, high=1)
+        check_integer("predictor_depth", self.predictor_depth, low=0, high=10)
+        check_real("predictor_l2", self.predictor_l2, low=0)
+        check_integer("confnet_depth", self.confnet_depth, low=0, high=10)
+        check_real("confnet_l2", self.confnet_l2, low=0)
+        check_real("eta", self.eta, low=0, high=0.5, low_inclusive=False)
+        check_choice("confidence", self.confidence, CONFIDENCE_SOURCES)
+        check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
+        check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
+        threshold = self.outlier_threshold
+        if threshold is not None and not (isinstance(threshold, str) and threshold == "auto"):
+            if isinstance(threshold, str):
+                raise ValueError(
+                    f"outlier_threshold={threshold!r} is not supported; use 'auto', a float in "
+                    "[0, 1] or None."
+                )
+            check_real("outlier_threshold", threshold, low=0, high=1)
+
+    def fit(self, X, y, graph=None, validation=None):
+        """Propagate the labels of ``y`` to every sample of ``X``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Embeddings.
+        y : array_like of shape (n_samples,)
+            Integer labels, -1 for unlabeled samples.
+        graph : sparse matrix of shape (n_samples, n_samples), optional
+            A precomputed non-negative affinity (e.g. from
+            :func:`fastprop.build_knn_graph`); built with ``n_neighbors``
+            otherwise.
+        validation : tuple (indices, labels), optional
+            Unlabeled samples whose truth is known (-1 for a known outlier),
+            used only to choose the outlier threshold.
+
+        Returns
+        -------
+        self
+        """
+        self._check_parameters()
+        features = check_features(X)
+        n_samples = features.shape[0]
+        classes, seed_class = check_labels(y, n_samples)
+        labeled = seed_class >= 0
+        if validation is not None:
+            validation = check_validation(validation, n_samples, labeled, classes)
+        rng = check_random_state(self.random_state)
+        tie_rank = rng.permutation(n_samples)
+        timings = {}
+        clock = time.perf_counter()
+        if graph is None:
+            self._report("building the kNN graph")
+            graph = self._build_graph(features, rng)
+        else:
+            graph = check_graph(graph, n_samples)
+        timings["graph"] = time.perf_counter() - clock
+
+        unit = features / np.linalg.norm(features, axis=1, keepdims=True).clip(min=1e-30)
+        settings = PatchSettings(
+            min_gain=float(self.min_gain),
+            max_patch_size=min(int(self.max_patch_size), n_samples),
+            exclusion_hops=int(self.exclusion_hops),
+            depth=int(self.predictor_depth),
+        )
+        context = _FitContext(
+            graph=graph, adjacency=normalised_adjacency(graph), unit=unit, seed_class=seed_class,
+            n_classes=classes.size, tie_rank=tie_rank, rng=rng,
+            workspace=PatchWorkspace(graph, settings, max(unit.shape[1], classes.size)),
+        )
+        state, distributions, multiview, confnet, pass_timings = self._propagation_pass(context)
+        timings.update(pass_timings)
+        final = self._final_confidence(multiview, confnet, labeled)
+        unlabeled = np.flatnonzero(~labeled)
+        clock = time.perf_counter()
+        predicted = distributions.argmax(axis=1)
+        threshold = self._choose_threshold(final, predicted, unlabeled, validation)
+        timings["threshold"] = time.perf_counter() - clock
+
+        transduction = classes[predicted]
+        transduction[labeled] = classes[seed_class[labeled]]
+        if threshold > 0:
+            transduction[(final < threshold) & ~labeled] = -1
+        self.classes_ = classes
+        self.label_distributions_ = distributions
+        self.confidence_ = final
+        self.multiview_confidence_ = multiview
+        self.confnet_confidence_ = np.full(n_samples, np.nan) if confnet is None else np.where(labeled, 1.0, confnet)
+        self.view_count_ = state.view_count
+        self.transduction_ = transduction
+        self.outlier_threshold_ = float(threshold)
+        self.n_iter_ = state.n_patches
+        self.n_starts_ = state.n_starts
+        self.graph_ = graph
+        self.timings_ = timings
+        self._report(
+            f"done: {state.n_patches} patches, {int(state.frozen.sum())} confident, "
+            f"threshold {threshold:.3f}, {sum(timings.values()):.2f}s\n"
+        )
+        return self
+
+    def _propagation_pass(self, context):
+        """Train the local predictor on the seeds, propagate, run ConfNet."""
+        timings = {}
+        clock = time.perf_counter()
+        self._report("training the local predictor")
+        rows, row_class, self.n_training_patches_ = training_features(
+            context.workspace, context.unit, context.seed_class, context.tie_rank
+        )
+        coef, intercept = fit_softmax_regression(
+            rows, np.eye(context.n_classes)[row_class], l2=float(self.predictor_l2)
+        )
+        logits = context.unit.astype(np.float64) @ coef
+        timings["training"] = time.perf_counter() - clock
+
+        clock = time.perf_counter()
+        override = None
+        if self.confidence == "random":
+            override = context.rng.random(context.unit.shape[0]).__getitem__
+        state = propagate(
+            context.workspace, logits, intercept, context.seed_class, context.tie_rank,
+            confident_threshold=float(self.confident_threshold),
+            single_view_confidence=float(self.single_view_confidence),
+            confidence_override=override,
+            progress=self._progress if self.verbose else None,
+        )
+        timings["propagation"] = time.perf_counter() - clock
+
+        clock = time.perf_counter()
+        labeled = context.seed_class >= 0
+        distributions, multiview = self._distributions(state, context.adjacency, logits, intercept, labeled)
+        confnet = None
+        if self.confidence in ("both", "confnet"):
+            self._report("training ConfNet")
+            if self.confnet_features == "structure":
+                inputs = structural_features(context.graph, context.adjacency, distributions, state.view_count)
+            else:
+                inputs = context.unit
+            confnet = confnet_confidence(
+                context.adjacency, inputs, multiview, np.flatnonzero(~labeled), eta=float(self.eta),
+                depth=int(self.confnet_depth), l2=float(self.confnet_l2), tie_rank=context.tie_rank,
+            )
+        timings["confnet"] = time.perf_counter() - clock
+        return state, distributions, multiview, confnet, timings
+
+    def _build_graph(self, features, rng):
+        """The kNN graph, with K clamped to n_samples - 1 on tiny inputs."""
+        n_samples = features.shape[0]
+        if n_samples == 1:
+            return check_graph(np.zeros((1, 1), dtype=np.float32))
+        n_neighbors = min(self.n_neighbors, n_samples - 1)
+        return build_knn_graph(features, n_neighbors, method=self.graph_method, random_state=rng)
+
+    def _distributions(self, state, adjacency, logits, intercept, labeled):
+        """Mean of views where there are any, the global predictor elsewhere."""
+        seen = state.view_count > 0
+        distributions = np.empty_like(state.probability_sum)
+        distributions[seen] = state.probability_sum[seen] / state.view_count[seen, None]
+        distributions[labeled] = state.probability_sum[labeled]
+        unreached = np.flatnonzero(~seen & ~labeled)
+        if unreached.size:
+            smoothed = smooth_rows(adjacency, logits, unreached, int(self.predictor_depth))
+            distributions[unreached] = softmax_proba(smoothed, np.eye(logits.shape[1]), intercept)
+        distributions /= distributions.sum(axis=1, keepdims=True)
+        multiview = np.where(seen | labeled, state.confidence, 0.0)
+        return distributions, multiview
+
+    def _final_confidence(self, multiview, confnet, labeled):
+        if self.confidence == "confnet" and confnet is not None:
+            final = confnet.copy()
+        elif self.confidence == "both" and confnet is not None:
+            final = 0.5 * (multiview + confnet)
+        else:
+            final = multiview.copy()
+        final[labeled] = 1.0
+        return np.clip(final, 0.0, 1.0)
+
+    def _choose_threshold(self, confidence, predicted, unlabeled, validation):
+        if validation is not None:
+            indices, truth = validation
+            # -inf (rejecting nothing is best) reads better as 0.
+            return max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0)
+        if self.outlier_threshold is None:
+            return 0.0
+        if isinstance(self.outlier_threshold, str):
+            return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
+        return float(self.outlier_threshold)
+
+    def _report(self, message):
+        if self.verbose:
+            end = "" if message.endswith("\n") else "\n"
+            sys.stderr.write(f"fastprop: {message}{end}")
+
+    def _progress(self, n_confident, n_vertices):
+        sys.stderr.write(f"\rfastprop: propagating, {n_confident}/{n_vertices} confident")
+

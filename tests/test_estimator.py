@@ -1,0 +1,219 @@
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from fastprop import FastProp, build_knn_graph
+
+
+def two_clusters_and_outliers(seed=0, n_cluster=60, n_outlier=25):
+    """Two tight clusters with one seed each, plus a far-away group of no class."""
+    rng = np.random.default_rng(seed)
+    a = np.array([5.0, 0, 0, 0, 0, 0]) + 0.4 * rng.normal(size=(n_cluster, 6))
+    b = np.array([0, 5.0, 0, 0, 0, 0]) + 0.4 * rng.normal(size=(n_cluster, 6))
+    far = np.array([0, 0, 0, 0, -5.0, -5.0]) + 0.4 * rng.normal(size=(n_outlier, 6))
+    X = np.vstack([a, b, far]).astype(np.float32)
+    y = np.full(len(X), -1)
+    y[0], y[n_cluster] = 3, 8  # non-contiguous labels
+    truth = np.r_[np.full(n_cluster, 3), np.full(n_cluster, 8), np.full(n_outlier, -1)]
+    return X, y, truth
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y, truth = two_clusters_and_outliers()
+    model = FastProp(n_neighbors=8, random_state=0).fit(X, y)
+    return X, y, truth, model
+
+
+def test_clusters_get_their_seed_label_and_outliers_minus_one(fitted):
+    _, _, truth, model = fitted
+    assert_array_equal(model.classes_, [3, 8])
+    assert_array_equal(model.transduction_, truth)
+    assert 0 < model.outlier_threshold_ < 1
+    assert model.n_iter_ >= 2
+
+
+def test_invariants(fitted):
+    X, y, _, model = fitted
+    n = len(X)
+    assert model.label_distributions_.shape == (n, 2)
+    assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
+    assert np.all(model.label_distributions_ >= 0)
+    seeds = y >= 0
+    assert_array_equal(model.transduction_[seeds], y[seeds])
+    assert np.all(model.confidence_[seeds] == 1.0)
+    assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
+    assert np.all(np.isfinite(model.multiview_confidence_))
+    assert model.view_count_.shape == (n,) and model.view_count_[seeds].sum() == 0
+    assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold"}
+
+
+def test_confidence_combines_multiview_and_confnet(fitted):
+    _, y, _, model = fitted
+    unlabeled = y < 0
+    expected = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
+    assert_allclose(model.confidence_[unlabeled], np.clip(expected[unlabeled], 0, 1))
+
+
+def test_inputs_unchanged_and_bit_identical_repeats():
+    X, y, _ = two_clusters_and_outliers(seed=1)
+    graph = build_knn_graph(X, 8)
+    X_copy, y_copy, graph_copy = X.copy(), y.copy(), graph.copy()
+    first = FastProp(random_state=7).fit(X, y, graph=graph)
+    second = FastProp(random_state=7).fit(X, y, graph=graph)
+    assert_array_equal(X, X_copy)
+    assert_array_equal(y, y_copy)
+    assert (graph != graph_copy).nnz == 0
+    for name in ("transduction_", "label_distributions_", "confidence_", "view_count_"):
+        assert_array_equal(getattr(first, name), getattr(second, name))
+
+
+def test_same_output_with_one_and_two_numba_threads():
+    script = textwrap.dedent(
+        """
+        import sys, numpy as np, numba
+        sys.path.insert(0, {tests!r})
+        from test_estimator import two_clusters_and_outliers
+        from fastprop import FastProp
+        X, y, _ = two_clusters_and_outliers(seed=2)
+        out = []
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            m = FastProp(random_state=3, n_neighbors=8).fit(X, y)
+            out.append(np.concatenate([m.label_distributions_.ravel(), m.confidence_]).tobytes())
+        print(out[0] == out[1])
+        """
+    ).format(tests=str(__import__("pathlib").Path(__file__).parent))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**__import__("os").environ, "NUMBA_NUM_THREADS": "2"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_validation_chooses_the_threshold():
+    X, y, truth = two_clusters_and_outliers(seed=3)
+    candidates = np.flatnonzero(y < 0)[::6]
+    model = FastProp(n_neighbors=8, random_state=0).fit(X, y, validation=(candidates, truth[candidates]))
+    rejected = model.confidence_[candidates] < model.outlier_threshold_
+    accuracy = np.mean(np.where(rejected, -1, model.transduction_[candidates]) == truth[candidates])
+    assert accuracy == 1.0
+
+
+def test_fixed_and_disabled_threshold():
+    X, y, _ = two_clusters_and_outliers(seed=4)
+    never = FastProp(n_neighbors=8, random_state=0, outlier_threshold=None).fit(X, y)
+    assert never.outlier_threshold_ == 0.0 and np.all(never.transduction_ >= 0)
+    always = FastProp(n_neighbors=8, random_state=0, outlier_threshold=1.0).fit(X, y)
+    assert np.all(always.transduction_[y < 0] == -1)
+
+
+@pytest.mark.parametrize("confidence", ["both", "multiview", "confnet", "random"])
+@pytest.mark.parametrize("confnet_features", ["structure", "embedding"])
+def test_ablation_switches_run(confidence, confnet_features):
+    X, y, _ = two_clusters_and_outliers(seed=5)
+    model = FastProp(n_neighbors=8, random_state=0, confidence=confidence, confnet_features=confnet_features,
+                     predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
+    assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
+    if confidence == "multiview":
+        assert np.all(np.isnan(model.confnet_confidence_))
+
+
+def test_single_class_all_labeled_and_duplicates():
+    X, _, _ = two_clusters_and_outliers(seed=6)
+    y = np.full(len(X), -1)
+    y[0] = 1
+    single = FastProp(n_neighbors=8, random_state=0).fit(X, y)
+    assert set(np.unique(single.transduction_)) <= {-1, 1}
+    assert_allclose(single.label_distributions_, 1.0)
+    every = FastProp(random_state=0).fit(X[:10], np.arange(10) % 2)
+    assert_array_equal(every.transduction_, np.arange(10) % 2)
+    assert np.all(every.confidence_ == 1.0) and every.n_iter_ == 0
+    doubled = np.vstack([X, X])
+    y2 = np.full(len(doubled), -1)
+    y2[[0, 60]] = [0, 1]
+    twice = FastProp(n_neighbors=8, random_state=0).fit(doubled, y2)
+    assert_allclose(twice.label_distributions_.sum(axis=1), 1.0)
+
+
+def test_isolated_vertices_and_components():
+    import scipy.sparse as sp
+
+    X, y, _ = two_clusters_and_outliers(seed=7)
+    graph = build_knn_graph(X, 8).tolil()
+    graph[5, :] = 0
+    graph[:, 5] = 0
+    graph = graph.tocsr()
+    model = FastProp(random_state=0).fit(X, y, graph=graph)
+    assert np.all(np.isfinite(model.label_distributions_))
+    assert model.view_count_[5] == 0 and model.multiview_confidence_[5] == 0
+    empty = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=sp.csr_matrix((len(X), len(X))))
+    assert_allclose(empty.label_distributions_.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"min_gain": 0}, r"min_gain=0 is out of range"),
+        ({"max_patch_size": 1}, r"max_patch_size=1 is out of range; allowed: \[2, inf\)"),
+        ({"confident_threshold": 1.5}, r"confident_threshold=1.5 is out of range"),
+        ({"eta": 0.7}, r"eta=0.7 is out of range"),
+        ({"confidence": "gt"}, "confidence='gt' is not supported"),
+        ({"outlier_threshold": "otsu"}, "outlier_threshold='otsu' is not supported"),
+        ({"outlier_threshold": 2.0}, r"outlier_threshold=2.0 is out of range"),
+        ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
+        ({"random_state": "x"}, "random_state must be"),
+    ],
+)
+def test_bad_parameters(params, message):
+    X, y, _ = two_clusters_and_outliers()
+    with pytest.raises(ValueError, match=message):
+        FastProp(**params).fit(X, y)
+
+
+def test_bad_inputs():
+    X, y, _ = two_clusters_and_outliers()
+    with pytest.raises(ValueError, match="y has 10 labels but X has 145 samples"):
+        FastProp().fit(X, y[:10])
+    with pytest.raises(ValueError, match="no labeled sample"):
+        FastProp().fit(X, np.full(len(X), -1))
+    with pytest.raises(ValueError, match="integer labels"):
+        FastProp().fit(X, y + 0.5)
+    with pytest.raises(ValueError, match="graph has shape"):
+        FastProp().fit(X, y, graph=build_knn_graph(X[:50], 5))
+    with pytest.raises(ValueError, match="validation indices must be in"):
+        FastProp().fit(X, y, validation=([1, 500], [3, 3]))
+    with pytest.raises(ValueError, match="labeled seeds"):
+        FastProp().fit(X, y, validation=([0, 1], [3, 3]))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        bad = X.copy()
+        bad[3, 0] = np.nan
+        FastProp().fit(bad, y)
+
+
+def test_parameters_are_not_modified_by_fit():
+    X, y, _ = two_clusters_and_outliers()
+    model = FastProp(n_neighbors=500, max_patch_size=10_000, random_state=0)
+    model.fit(X, y)
+    assert model.n_neighbors == 500 and model.max_patch_size == 10_000
+
+
+def test_automatic_threshold_is_half_of_otsus_split():
+    from fastprop.threshold import automatic_threshold, otsu_threshold
+
+    rng = np.random.default_rng(0)
+    confidence = np.r_[rng.uniform(0.0, 0.2, 300), rng.uniform(0.8, 1.0, 700)]
+    split = otsu_threshold(confidence)
+    assert 0.2 <= split <= 0.8
+    # brute force: the split maximising between-group variance over all bin edges
+    edges = np.linspace(0, 1, 257)[1:]
+    scores = [np.mean(confidence < t) * np.mean(confidence >= t)
+              * (confidence[confidence < t].mean() - confidence[confidence >= t].mean()) ** 2
+              if 0 < np.mean(confidence < t) < 1 else 0 for t in edges]
+    low = confidence < split
+    best = max(scores)
+    assert np.mean(low) * np.mean(~low) * (confidence[low].mean() - confidence[~low].mean()) ** 2 == pytest.approx(best)
+    assert automatic_threshold(confidence) == pytest.approx(split / 2)

@@ -1,0 +1,181 @@
+"""Each patch/scheduler kernel against a slow, obvious NumPy/Python reference."""
+
+from collections import deque
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from fastprop._kernels.patches import (
+    PATCH_COMPONENT_EXHAUSTED,
+    PATCH_TOO_LARGE,
+    PATCH_VIABLE,
+    extract_patch,
+    induced_subgraph,
+    patch_sgc,
+)
+from fastprop._kernels.views import accumulate_views, exclude_neighbourhood
+
+
+def random_graph(n, seed, density=0.08, index_dtype=np.int32):
+    rng = np.random.default_rng(seed)
+    upper = sp.random(n, n, density=density, random_state=rng, format="csr")
+    graph = (upper + upper.T).tocsr()
+    graph.setdiag(0)
+    graph.eliminate_zeros()
+    graph.sort_indices()
+    graph.indices = graph.indices.astype(index_dtype)
+    graph.indptr = graph.indptr.astype(index_dtype)
+    return graph.astype(np.float32)
+
+
+def slow_bfs_patch(graph, start, confidence, min_gain, max_size):
+    """Plain BFS over a dense adjacency, adding vertices in the kernel's order."""
+    dense = graph.toarray()
+    patch, seen = [start], {start}
+    gain = 1.0 - confidence[start]
+    if gain > min_gain:
+        return patch, PATCH_VIABLE
+    if len(patch) >= max_size:
+        return patch, PATCH_TOO_LARGE
+    queue = deque([start])
+    while queue:
+        vertex = queue.popleft()
+        for neighbour in np.flatnonzero(dense[vertex]):
+            if neighbour in seen:
+                continue
+            seen.add(neighbour)
+            patch.append(int(neighbour))
+            queue.append(neighbour)
+            gain += 1.0 - confidence[neighbour]
+            if gain > min_gain:
+                return patch, PATCH_VIABLE
+            if len(patch) >= max_size:
+                return patch, PATCH_TOO_LARGE
+    return patch, PATCH_COMPONENT_EXHAUSTED
+
+
+def grow(graph, start, confidence, min_gain, max_size, stamp_value=1, stamp=None):
+    n = graph.shape[0]
+    stamp = np.zeros(n, dtype=np.int64) if stamp is None else stamp
+    local_index = np.full(n, -1, dtype=np.int64)
+    patch = np.empty(max_size, dtype=np.int64)
+    size, outcome, gain = extract_patch(
+        start, graph.indptr, graph.indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch
+    )
+    return patch[:size].copy(), outcome, gain, stamp, local_index
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("min_gain, max_size", [(5.0, 100), (1e9, 12), (1e9, 1000), (0.5, 10)])
+def test_extract_patch_matches_slow_bfs(index_dtype, min_gain, max_size):
+    graph = random_graph(80, seed=1, density=0.04, index_dtype=index_dtype)
+    confidence = np.random.default_rng(2).uniform(size=80)
+    for start in (0, 17, 55):
+        patch, outcome, gain, stamp, local_index = grow(graph, start, confidence, min_gain, max_size)
+        expected, expected_outcome = slow_bfs_patch(graph, start, confidence, min_gain, max_size)
+        assert patch.tolist() == expected
+        assert outcome == expected_outcome
+        assert_allclose(gain, np.sum(1 - confidence[patch]))
+        assert_array_equal(local_index[patch], np.arange(patch.size))
+        assert np.count_nonzero(stamp == 1) == patch.size
+
+
+def test_extract_patch_stamps_are_reused_without_reset():
+    graph = random_graph(60, seed=3)
+    confidence = np.zeros(60)
+    stamp = np.zeros(60, dtype=np.int64)
+    first, *_ = grow(graph, 0, confidence, 1e9, 20, stamp_value=1, stamp=stamp)
+    second, *_ = grow(graph, 0, confidence, 1e9, 20, stamp_value=2, stamp=stamp)
+    assert first.tolist() == second.tolist()
+
+
+def test_isolated_start_exhausts_its_component():
+    graph = sp.csr_matrix((5, 5), dtype=np.float32)
+    patch, outcome, gain, *_ = grow(graph, 3, np.zeros(5), 10.0, 4)
+    assert patch.tolist() == [3] and outcome == PATCH_COMPONENT_EXHAUSTED and gain == 1.0
+
+
+def dense_patch_operator(graph, patch):
+    """D~^-1 (A_P + I) by dense slicing."""
+    block = graph.toarray()[np.ix_(patch, patch)].astype(np.float64) + np.eye(patch.size)
+    return block / block.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_induced_subgraph_and_sgc_match_dense_reference(index_dtype):
+    graph = random_graph(70, seed=4, index_dtype=index_dtype)
+    patch, _, _, stamp, local_index = grow(graph, 5, np.zeros(70), 30.0, 70)
+    size = patch.size
+    capacity = size + graph.nnz
+    local_indptr = np.empty(size + 1, dtype=np.int64)
+    local_indices = np.empty(capacity, dtype=np.int64)
+    local_weights = np.empty(capacity, dtype=np.float64)
+    buffer = np.empty(70, dtype=np.int64)
+    buffer[:size] = patch
+    count = induced_subgraph(buffer, size, graph.indptr, graph.indices, graph.data, stamp, 1,
+                             local_index, local_indptr, local_indices, local_weights)
+    local = sp.csr_matrix((local_weights[:count], local_indices[:count], local_indptr), shape=(size, size))
+    reference = dense_patch_operator(graph, patch)
+    assert_allclose(local.toarray(), reference, atol=1e-7)
+    values = np.random.default_rng(5).normal(size=(70, 4))
+    first = np.empty((70, 4))
+    second = np.empty((70, 4))
+    for depth in (0, 1, 2, 3):
+        smoothed = patch_sgc(buffer, size, local_indptr, local_indices, local_weights, values, depth, first, second)
+        expected = np.linalg.matrix_power(reference, depth) @ values[patch]
+        assert_allclose(smoothed[:size], expected, atol=1e-10)
+
+
+def slow_accumulate(patch, predictions, frozen, sums, counts, eps, threshold):
+    frozen, sums, counts = frozen.copy(), sums.copy(), counts.copy()
+    confidence = {}
+    joined = []
+    for row, vertex in enumerate(patch):
+        if frozen[vertex]:
+            continue
+        sums[vertex] += predictions[row]
+        counts[vertex] += 1
+        confidence[vertex] = sums[vertex].max() / counts[vertex] if counts[vertex] > 1 else eps
+        if confidence[vertex] > threshold:
+            frozen[vertex] = True
+            joined.append(vertex)
+    return frozen, sums, counts, confidence, joined
+
+
+def test_accumulate_views_matches_slow_reference():
+    rng = np.random.default_rng(6)
+    n, n_classes = 30, 3
+    sums = np.zeros((n, n_classes))
+    counts = np.zeros(n, dtype=np.int64)
+    frozen = np.zeros(n, dtype=bool)
+    frozen[[2, 9]] = True
+    confidence = np.zeros(n)
+    for _ in range(4):
+        patch = rng.choice(n, size=12, replace=False).astype(np.int64)
+        predictions = rng.dirichlet([0.3] * n_classes, size=12)
+        expected = slow_accumulate(patch, predictions, frozen, sums, counts, 1e-3, 0.8)
+        newly = np.empty(12, dtype=np.int64)
+        n_new = accumulate_views(patch, 12, predictions, frozen, sums, counts, confidence, 1e-3, 0.8, newly)
+        assert_array_equal(frozen, expected[0])
+        assert_allclose(sums, expected[1])
+        assert_array_equal(counts, expected[2])
+        for vertex, value in expected[3].items():
+            assert confidence[vertex] == pytest.approx(value)
+        assert newly[:n_new].tolist() == expected[4]
+    assert counts[[2, 9]].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("hops", [0, 1, 2, 3])
+def test_exclude_neighbourhood_matches_matrix_powers(hops):
+    graph = random_graph(50, seed=7, density=0.05)
+    n = 50
+    excluded = np.zeros(n, dtype=bool)
+    stamp = np.zeros(n, dtype=np.int64)
+    reached = exclude_neighbourhood(4, hops, graph.indptr, graph.indices, excluded, stamp, 1,
+                                    np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    adjacency = (graph.toarray() > 0).astype(int) + np.eye(n, dtype=int)
+    within = np.linalg.matrix_power(adjacency, hops)[4] > 0
+    assert_array_equal(excluded, within)
+    assert reached == within.sum()

@@ -1,0 +1,148 @@
+"""The propagation loop against a slow, dense re-implementation of the paper's scheduler."""
+
+from collections import deque
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from fastprop.graph import build_knn_graph
+from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, training_features
+
+
+def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps):
+    n, n_classes = logits.shape
+    labeled = seed_class >= 0
+    sums = np.zeros((n, n_classes))
+    sums[labeled, seed_class[labeled]] = 1
+    counts = np.zeros(n, dtype=int)
+    confidence = labeled.astype(float)
+    frozen = labeled.copy()
+    excluded = np.zeros(n, dtype=bool)
+    # candidates in S, each with the confidence it had when it joined
+    candidates = {int(v): 1.0 for v in np.flatnonzero(labeled)}
+    n_patches = 0
+    while True:
+        usable = [v for v in candidates if not excluded[v]]
+        if not usable:
+            break
+        start = min(usable, key=lambda v: (-candidates[v], tie_rank[v]))
+        del candidates[start]
+        reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops)[start]
+        excluded |= reach > 0
+        # BFS patch, neighbours in increasing index order (the CSR order)
+        patch, seen, gain, outcome = [start], {start}, 1 - confidence[start], "exhausted"
+        queue = deque([start])
+        while queue and outcome == "exhausted":
+            vertex = queue.popleft()
+            for neighbour in np.flatnonzero(dense[vertex]):
+                if neighbour in seen:
+                    continue
+                seen.add(neighbour)
+                patch.append(int(neighbour))
+                queue.append(neighbour)
+                gain += 1 - confidence[neighbour]
+                if gain > settings.min_gain:
+                    outcome = "viable"
+                    break
+                if len(patch) >= settings.max_patch_size:
+                    outcome = "too large"
+                    break
+        if outcome == "too large" or gain <= 0:
+            continue
+        block = dense[np.ix_(patch, patch)] + np.eye(len(patch))
+        operator = block / block.sum(axis=1, keepdims=True)
+        scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
+        predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
+        predictions /= predictions.sum(axis=1, keepdims=True)
+        for row, vertex in enumerate(patch):
+            if frozen[vertex]:
+                continue
+            sums[vertex] += predictions[row]
+            counts[vertex] += 1
+            confidence[vertex] = sums[vertex].max() / counts[vertex] if counts[vertex] > 1 else eps
+            if confidence[vertex] > c_tau:
+                frozen[vertex] = True
+                candidates[vertex] = confidence[vertex]
+        n_patches += 1
+    return sums, counts, confidence, frozen, n_patches
+
+
+def small_problem(seed, n=120, n_classes=3):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, 6)) * 2
+    truth = rng.integers(0, n_classes, n)
+    X = centres[truth] + rng.normal(size=(n, 6))
+    graph = build_knn_graph(X, 5, method="exact")
+    seed_class = np.full(n, -1)
+    for k in range(n_classes):
+        seed_class[np.flatnonzero(truth == k)[:2]] = k
+    logits = rng.normal(size=(n, n_classes))
+    bias = rng.normal(size=n_classes) * 0.1
+    return graph, seed_class, logits, bias, rng.permutation(n)
+
+
+@pytest.mark.parametrize("min_gain, max_size, hops, depth", [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
+def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth):
+    graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
+    settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
+    workspace = PatchWorkspace(graph, settings, logits.shape[1])
+    state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
+                      single_view_confidence=1e-3)
+    sums, counts, confidence, frozen, n_patches = slow_propagate(
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3
+    )
+    assert state.n_patches == n_patches > 0
+    assert_array_equal(state.view_count, counts)
+    assert_array_equal(state.frozen, frozen)
+    assert_allclose(state.probability_sum, sums, atol=1e-9)
+    assert_allclose(state.confidence, confidence, atol=1e-12)
+
+
+def test_training_features_are_patch_sgc_rows_of_the_seeds():
+    graph, seed_class, _, _, tie_rank = small_problem(seed=3)
+    features = np.random.default_rng(4).normal(size=(graph.shape[0], 6))
+    settings = PatchSettings(min_gain=20.0, max_patch_size=60, exclusion_hops=1, depth=2)
+    workspace = PatchWorkspace(graph, settings, 6)
+    rows, labels, n_patches = training_features(workspace, features, seed_class, tie_rank)
+    assert n_patches >= 1
+    assert rows.shape == (labels.size, 6)
+    assert set(labels.tolist()) <= {0, 1, 2}
+    # every row is the depth-2 patch SGC of some seed: the first patch starts at
+    # the best-ranked seed, which then is the first row of its own patch
+    first_seed = min(np.flatnonzero(seed_class >= 0), key=lambda v: tie_rank[v])
+    dense = graph.toarray().astype(np.float64)
+    patch, seen, gain = [first_seed], {first_seed}, 0.0
+    queue = deque([first_seed])
+    confidence = (seed_class >= 0).astype(float)
+    done = False
+    while queue and not done:
+        vertex = queue.popleft()
+        for neighbour in np.flatnonzero(dense[vertex]):
+            if neighbour in seen:
+                continue
+            seen.add(neighbour)
+            patch.append(int(neighbour))
+            queue.append(neighbour)
+            gain += 1 - confidence[neighbour]
+            if gain > 20.0 or len(patch) >= 60:
+                done = True
+                break
+    block = dense[np.ix_(patch, patch)] + np.eye(len(patch))
+    operator = block / block.sum(axis=1, keepdims=True)
+    expected = (operator @ operator @ features[patch])[0]
+    assert_allclose(rows[0], expected, atol=1e-10)
+    assert labels[0] == seed_class[first_seed]
+
+
+def test_isolated_and_disconnected_vertices_get_no_views():
+    graph = sp.block_diag([sp.csr_matrix(np.ones((4, 4)) - np.eye(4)), sp.csr_matrix((3, 3))]).tocsr()
+    graph = graph.astype(np.float32)
+    seed_class = np.array([0, -1, -1, -1, -1, -1, -1])
+    settings = PatchSettings(min_gain=100.0, max_patch_size=50, exclusion_hops=0, depth=2)
+    workspace = PatchWorkspace(graph, settings, 1)
+    state = propagate(workspace, np.zeros((7, 1)), np.zeros(1), seed_class, np.arange(7),
+                      confident_threshold=0.9, single_view_confidence=1e-3)
+    assert state.view_count[4:].tolist() == [0, 0, 0]
+    assert state.view_count[1:4].min() >= 1
