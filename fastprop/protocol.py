@@ -1,0 +1,387 @@
+"""The noisy transductive protocol of Yang et al. (ECCV 2020, Sec. 4.1).
+
+From a labelled pool ``D_all`` (``y_all == -1`` marks samples of no class,
+such as real out-of-scope queries), :func:`make_noisy_task` draws
+
+1. ``D``: all samples of ``n_classes`` classes drawn uniformly;
+2. ``D_l``: the labelled seeds, a ``label_ratio`` share of ``D``;
+3. ``D_o``: outliers drawn from ``D_all \\ D``, so that they make up a
+   ``noise_ratio`` share of the unlabelled set ``D_u = (D \\ D_l) ∪ D_o``;
+4. ``D_v``: a validation set of ``|D_l|`` samples of ``D_u`` with known truth,
+   used only to choose the outlier threshold ``o_tau``.
+
+The remaining ``D_u \\ D_v`` is the evaluation set. :func:`evaluate` scores a
+method's output on it with the paper's metric: top-1 accuracy where outliers
+have truth -1 and samples whose confidence is below ``o_tau`` are predicted
+-1, with ``o_tau`` chosen on ``D_v`` by the same rule
+(:func:`fastprop.threshold.choose_threshold`) for every method.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+from ._validation import _as_integer_labels, check_integer, check_random_state, check_real
+from .threshold import _check_scores, accuracy_with_rejection, choose_threshold
+
+__all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc"]
+
+
+def _frozen(array, dtype):
+    """A read-only copy of ``array``, so that a task cannot be changed in place."""
+    array = np.array(array, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class NoisyTask:
+    """One draw of the noisy transductive protocol; see :func:`make_noisy_task`.
+
+    All arrays are read-only. "Task-local position" means a position in
+    ``indices``, i.e. a row of ``task.subset(X)``.
+
+    Attributes
+    ----------
+    indices : ndarray of shape (n_task,), int64
+        Pool indices of the task's samples, ``D ∪ D_o``, in increasing order.
+    y : ndarray of shape (n_task,), int64
+        Seed label in ``0..n_classes-1`` for seeds, -1 for every other sample:
+        pass it as ``fit(task.subset(X), task.y)``.
+    truth : ndarray of shape (n_task,), int64
+        True label in ``0..n_classes-1``, or -1 for an outlier.
+    seed_mask : ndarray of shape (n_task,), bool
+        True for the seeds ``D_l``.
+    validation : tuple of two ndarrays of shape (n_validation,), int64
+        ``(positions, truth)`` of ``D_v``, positions in increasing order; pass it
+        as FastProp's ``validation=``.
+    evaluation : ndarray of shape (n_evaluation,), int64
+        Task-local positions of the evaluation set ``D_u \\ D_v``, increasing.
+    classes : ndarray of shape (n_classes,), int64
+        The original class ids drawn, increasing; task class ``k`` is ``classes[k]``.
+    noise_ratio : float
+        The requested noise ratio.
+    label_ratio : float
+        The requested label ratio.
+    n_pool : int
+        Number of samples in the pool the task was drawn from.
+    """
+
+    indices: np.ndarray
+    y: np.ndarray
+    truth: np.ndarray
+    seed_mask: np.ndarray
+    validation: tuple
+    evaluation: np.ndarray
+    classes: np.ndarray
+    noise_ratio: float
+    label_ratio: float
+    n_pool: int
+
+    @property
+    def n_samples(self):
+        """Number of samples in the task, ``|D ∪ D_o|``."""
+        return int(self.indices.size)
+
+    @property
+    def n_classes(self):
+        """Number of classes in the task."""
+        return int(self.classes.size)
+
+    @property
+    def actual_noise_ratio(self):
+        """Share of outliers in the unlabelled set, ``|D_o| / |D_u|`` (0 if ``D_u`` is empty)."""
+        n_unlabelled = int((~self.seed_mask).sum())
+        n_outliers = int((self.truth == -1).sum())
+        return n_outliers / n_unlabelled if n_unlabelled else 0.0
+
+    def subset(self, X):
+        """Return the rows of the pool's ``X`` that belong to the task, ``X[indices]``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_pool, ...)
+            Features (or anything indexed by sample) of the whole pool.
+
+        Returns
+        -------
+        ndarray of shape (n_task, ...)
+        """
+        array = np.asarray(X)
+        if array.ndim == 0 or array.shape[0] != self.n_pool:
+            raise ValueError(
+                f"X has shape {array.shape} but the task was drawn from a pool of "
+                f"{self.n_pool} samples; pass the pool's full X (one row per entry of y_all)."
+            )
+        return array[self.indices]
+
+
+def _check_pool_labels(y_all):
+    labels = np.asarray(y_all)
+    if labels.ndim != 1:
+        raise ValueError(f"y_all must be 1-D (n_pool,), got shape {labels.shape}.")
+    if labels.size == 0:
+        raise ValueError("y_all is empty; pass one label per sample of the pool.")
+    labels = _as_integer_labels(labels, "y_all")
+    if (labels < -1).any():
+        raise ValueError(
+            f"y_all has labels below -1 (e.g. {int(labels.min())}); class ids must be >= 0, "
+            "and -1 marks a sample of no class."
+        )
+    return labels
+
+
+def make_noisy_task(y_all, n_classes, *, label_ratio=0.01, noise_ratio, random_state):
+    """Draw a noisy transductive task from a labelled pool (Yang et al., Sec. 4.1).
+
+    Every draw is uniform and without replacement, made from ``random_state``
+    in this order:
+
+    1. **Classes.** ``n_classes`` of the class ids present in ``y_all``
+       (``>= 0``); ``D`` is every sample of those classes. Class ``classes[k]``
+       (ids sorted increasingly) becomes task class ``k``.
+    2. **Seeds** ``D_l``: ``round(label_ratio * |D|)`` samples of ``D``. Then,
+       for each drawn class without a seed, in increasing class order, one
+       sample of that class is added. So every class has a seed and ``|D_l|``
+       exceeds ``round(label_ratio * |D|)`` by at most ``n_classes``.
+    3. **Outliers** ``D_o``: ``round(noise_ratio / (1 - noise_ratio) * |D \\ D_l|)``
+       samples of everything outside ``D`` (other classes and ``y_all == -1``),
+       so that ``|D_o| / |D_u|`` is ``noise_ratio`` up to rounding. If fewer
+       samples exist, all are taken and a ``UserWarning`` says the ratio reached.
+    4. **Validation** ``D_v``: ``|D_l|`` samples of ``D_u = (D \\ D_l) ∪ D_o``.
+       The evaluation set is ``D_u \\ D_v``.
+
+    ``round`` is Python's (halves to even). The same ``y_all``, arguments and
+    integer ``random_state`` always give the same task.
+
+    Parameters
+    ----------
+    y_all : array_like of shape (n_pool,)
+        Integer class id of every pool sample; -1 for a sample of no class.
+    n_classes : int
+        Number of classes ``M`` to draw, ``1 <= M <=`` the number present.
+    label_ratio : float, default=0.01
+        Share of ``D`` used as seeds, in ``(0, 1]`` (the paper uses 1%).
+    noise_ratio : float
+        Share of outliers in the unlabelled set, in ``[0, 1)`` (the paper uses
+        0, 0.1, 0.3 and 0.5).
+    random_state : None, int or numpy.random.Generator
+        Source of randomness; pass an int for a reproducible task.
+
+    Returns
+    -------
+    NoisyTask
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastprop.protocol import make_noisy_task
+    >>> y_all = np.repeat(np.arange(10), 100)
+    >>> task = make_noisy_task(y_all, 3, label_ratio=0.05, noise_ratio=0.3, random_state=0)
+    >>> task.n_samples, int(task.seed_mask.sum()), round(task.actual_noise_ratio, 2)
+    (422, 15, 0.3)
+    """
+    labels = _check_pool_labels(y_all)
+    n_classes = check_integer("n_classes", n_classes, low=1)
+    label_ratio = check_real("label_ratio", label_ratio, low=0, high=1, low_inclusive=False)
+    noise_ratio = check_real("noise_ratio", noise_ratio, low=0, high=1, high_inclusive=False)
+    rng = check_random_state(random_state)
+
+    present = np.unique(labels[labels >= 0])
+    if n_classes > present.size:
+        raise ValueError(
+            f"n_classes={n_classes!r} is larger than the {present.size} class(es) present in "
+            f"y_all; allowed: 1 to {present.size}."
+        )
+    classes = np.sort(rng.choice(present, size=n_classes, replace=False))
+
+    in_task_class = np.isin(labels, classes)
+    D = np.flatnonzero(in_task_class)
+    seeds = rng.choice(D, size=round(label_ratio * D.size), replace=False)
+    seeded = np.isin(classes, labels[seeds])
+    extra = [rng.choice(np.flatnonzero(labels == c)) for c in classes[~seeded]]
+    seeds = np.concatenate([seeds, np.asarray(extra, dtype=np.int64)]).astype(np.int64)
+
+    outside = np.flatnonzero(~in_task_class)
+    n_unseeded = D.size - seeds.size
+    n_outliers = round(noise_ratio / (1 - noise_ratio) * n_unseeded)
+    if n_outliers > outside.size:
+        reached = outside.size / (outside.size + n_unseeded)
+        warnings.warn(
+            f"noise_ratio={noise_ratio!r} needs {n_outliers} outliers but the pool has only "
+            f"{outside.size} samples outside the {n_classes} drawn classes; all are used and "
+            f"the noise ratio is {reached:.4f}. Lower noise_ratio or n_classes for an exact ratio.",
+            UserWarning,
+            stacklevel=2,
+        )
+        n_outliers = outside.size
+    outliers = rng.choice(outside, size=n_outliers, replace=False)
+
+    indices = np.union1d(D, outliers)
+    seed_mask = np.isin(indices, seeds)
+    unlabelled = np.flatnonzero(~seed_mask)
+    if unlabelled.size <= seeds.size:
+        raise ValueError(
+            f"label_ratio={label_ratio!r} leaves no evaluation samples: the validation set has "
+            f"as many samples as the {seeds.size} seeds and the unlabelled set only "
+            f"{unlabelled.size}. Lower label_ratio (the paper uses 0.01)."
+        )
+    validation = np.sort(rng.choice(unlabelled, size=seeds.size, replace=False))
+    evaluation = np.setdiff1d(unlabelled, validation, assume_unique=True)
+
+    pool_labels = labels[indices]
+    truth = np.where(np.isin(pool_labels, classes), np.searchsorted(classes, pool_labels), -1)
+    y = np.where(seed_mask, truth, -1)
+    return NoisyTask(
+        indices=_frozen(indices, np.int64),
+        y=_frozen(y, np.int64),
+        truth=_frozen(truth, np.int64),
+        seed_mask=_frozen(seed_mask, bool),
+        validation=(_frozen(validation, np.int64), _frozen(truth[validation], np.int64)),
+        evaluation=_frozen(evaluation, np.int64),
+        classes=_frozen(classes, np.int64),
+        noise_ratio=noise_ratio,
+        label_ratio=label_ratio,
+        n_pool=int(labels.size),
+    )
+
+
+def outlier_auroc(confidence, truth):
+    """Area under the ROC curve of ``confidence`` for telling classes from outliers.
+
+    In-class samples (``truth >= 0``) are the positives, outliers
+    (``truth == -1``) the negatives. Computed from ranks (the Mann-Whitney
+    statistic), ties counting one half, in ``O(n log n)``.
+
+    Parameters
+    ----------
+    confidence : array_like of shape (n_samples,)
+        Finite scores; higher should mean "in class".
+    truth : array_like of shape (n_samples,)
+        True class index, or -1 for an outlier.
+
+    Returns
+    -------
+    float
+        The probability that a random in-class sample scores above a random
+        outlier (ties count 1/2); NaN when either group is empty.
+
+    Examples
+    --------
+    >>> from fastprop.protocol import outlier_auroc
+    >>> outlier_auroc([0.9, 0.4, 0.4, 0.1], [0, 1, -1, -1])
+    0.875
+    """
+    scores, _, truth = _check_scores(confidence, None, truth)
+    positive = truth != -1
+    n_positive = int(positive.sum())
+    n_negative = scores.size - n_positive
+    if n_positive == 0 or n_negative == 0:
+        return float("nan")
+    ranks = rankdata(scores)  # average ranks for ties
+    u_statistic = ranks[positive].sum() - n_positive * (n_positive + 1) / 2
+    return float(u_statistic / (n_positive * n_negative))
+
+
+def _check_outputs(task, label_distributions, confidence):
+    if not isinstance(task, NoisyTask):
+        raise ValueError(
+            f"task must be a NoisyTask from make_noisy_task, got {type(task).__name__}."
+        )
+    expected = (task.n_samples, task.n_classes)
+    distributions = np.asarray(label_distributions)
+    if distributions.shape != expected:
+        raise ValueError(
+            f"label_distributions has shape {distributions.shape} but the task needs "
+            f"{expected}: one row per task sample (task.subset(X)) and one column per class."
+        )
+    if not np.issubdtype(distributions.dtype, np.number) or np.iscomplexobj(distributions):
+        raise ValueError(
+            f"label_distributions must hold real numbers, got dtype {distributions.dtype}."
+        )
+    distributions = distributions.astype(np.float64)
+    if not np.isfinite(distributions).all():
+        raise ValueError("label_distributions has NaN or infinite values; all must be finite.")
+    if confidence is None:
+        return distributions, distributions.max(axis=1)
+    scores = np.asarray(confidence)
+    if scores.shape != (task.n_samples,):
+        raise ValueError(
+            f"confidence has shape {scores.shape} but the task needs ({task.n_samples},): one "
+            "value per task sample."
+        )
+    return distributions, scores
+
+
+def evaluate(task, label_distributions, confidence=None):
+    """Score a method's output on a task with the paper's metric.
+
+    The outlier threshold ``o_tau`` is chosen on the validation set with
+    :func:`fastprop.threshold.choose_threshold`, the same rule for every
+    method, and the scores below are computed on the evaluation set only.
+    The predicted class is the argmax of ``label_distributions`` (the first
+    column on ties).
+
+    Parameters
+    ----------
+    task : NoisyTask
+        The task the method was fitted on.
+    label_distributions : array_like of shape (task.n_samples, task.n_classes)
+        Class scores of every task sample, rows in the order of ``task.indices``.
+    confidence : array_like of shape (task.n_samples,), optional
+        Confidence of every task sample. Defaults to the row maximum of
+        ``label_distributions``.
+
+    Returns
+    -------
+    dict
+        ``accuracy``
+            Top-1 accuracy with rejection: truth -1 for outliers, prediction -1
+            where ``confidence < outlier_threshold``.
+        ``in_class_accuracy``
+            Argmax accuracy on the in-class evaluation samples, without
+            rejection (NaN if there are none).
+        ``outlier_auroc``
+            :func:`outlier_auroc` of the confidence on the evaluation set (NaN
+            when it has no outlier or no in-class sample).
+        ``outlier_threshold``
+            ``o_tau`` chosen on the validation set (may be ``-inf``: no rejection).
+        ``validation_accuracy``
+            Accuracy with rejection on the validation set at ``o_tau``.
+        ``n_evaluated``
+            Number of evaluation samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastprop.protocol import evaluate, make_noisy_task
+    >>> task = make_noisy_task(np.repeat(np.arange(4), 50), 2, label_ratio=0.1,
+    ...                        noise_ratio=0.2, random_state=0)
+    >>> perfect = np.eye(2)[np.maximum(task.truth, 0)] * (task.truth >= 0)[:, None]
+    >>> evaluate(task, perfect)["accuracy"]
+    1.0
+    """
+    distributions, scores = _check_outputs(task, label_distributions, confidence)
+    predicted = distributions.argmax(axis=1)
+    scores, predicted, truth = _check_scores(scores, predicted, task.truth)
+
+    positions, truth_val = task.validation
+    threshold = choose_threshold(scores[positions], predicted[positions], truth_val)
+    validation_accuracy = accuracy_with_rejection(
+        scores[positions], predicted[positions], truth_val, threshold
+    )
+
+    evaluation = task.evaluation
+    scores, predicted, truth = scores[evaluation], predicted[evaluation], truth[evaluation]
+    in_class = truth != -1
+    in_class_right = predicted[in_class] == truth[in_class]
+    return {
+        "accuracy": accuracy_with_rejection(scores, predicted, truth, threshold),
+        "in_class_accuracy": float(in_class_right.mean()) if in_class.any() else float("nan"),
+        "outlier_auroc": outlier_auroc(scores, truth),
+        "outlier_threshold": threshold,
+        "validation_accuracy": validation_accuracy,
+        "n_evaluated": int(evaluation.size),
+    }
