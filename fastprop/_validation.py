@@ -179,9 +179,10 @@ def check_graph(graph, n_samples=None, *, name="graph"):
             f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
             "(clip cosine similarities at 0, as build_knn_graph does)."
         )
-    csr.setdiag(0)
-    csr.eliminate_zeros()
     csr.sum_duplicates()
+    if csr.diagonal().any():
+        csr.setdiag(0)
+    csr.eliminate_zeros()
     csr.sort_indices()
     return csr
 

@@ -12,10 +12,14 @@ from .linear import fit_logistic_regression, sigmoid_proba
 
 
 def normalised_adjacency(graph):
-    """``D~^-1 (A + I)``, the row-normalised affinity with unit self loops (CSR, float64)."""
-    with_loops = (graph + sp.identity(graph.shape[0], dtype=graph.dtype, format="csr")).tocsr()
+    """``D~^-1 (A + I)``, the row-normalised affinity with unit self loops (CSR, float32).
+
+    float32 like the embeddings, so that products with them need no
+    float64 copy of an (n, n_features) array.
+    """
+    with_loops = (graph + sp.identity(graph.shape[0], dtype=np.float32, format="csr")).tocsr()
     degree = np.asarray(with_loops.sum(axis=1), dtype=np.float64).ravel()
-    return sp.diags(1.0 / degree).dot(with_loops.astype(np.float64)).tocsr()
+    return sp.diags((1.0 / degree).astype(np.float32)).dot(with_loops).astype(np.float32).tocsr()
 
 
 def smooth_rows(adjacency, values, rows, depth):
@@ -25,10 +29,10 @@ def smooth_rows(adjacency, values, rows, depth):
     """
     if depth == 0:
         return np.asarray(values[rows], dtype=np.float64)
-    smoothed = np.asarray(values, dtype=np.float64)
+    smoothed = values
     for _ in range(depth - 1):
         smoothed = adjacency @ smoothed
-    return adjacency[rows] @ smoothed
+    return np.asarray(adjacency[rows] @ smoothed, dtype=np.float64)
 
 
 def extreme_vertices(confidence, candidates, eta, tie_rank):
@@ -81,7 +85,7 @@ def confnet_confidence(adjacency, features, confidence, candidates, *, eta, dept
     scale = _feature_scale(rows)
     coef, intercept = fit_logistic_regression(rows / scale, targets, l2=l2)
     # Linear before the sigmoid: smooth the scores, not the features.
-    scores = smooth_rows(adjacency, (features / scale) @ coef, slice(None), depth)
+    scores = smooth_rows(adjacency, features @ (coef / scale).astype(features.dtype), slice(None), depth)
     return sigmoid_proba(scores[:, None], np.ones(1), intercept)
 
 

@@ -17,7 +17,7 @@ from ._validation import (
     check_validation,
 )
 from .confnet import confnet_confidence, normalised_adjacency, smooth_rows, structural_features
-from .graph import build_knn_graph
+from .graph import build_knn_graph, unit_rows
 from .linear import fit_softmax_regression, softmax_proba
 from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
 from .threshold import automatic_threshold, choose_threshold
@@ -246,7 +246,7 @@ class FastProp:
             graph = check_graph(graph, n_samples)
         timings["graph"] = time.perf_counter() - clock
 
-        unit = features / np.linalg.norm(features, axis=1, keepdims=True).clip(min=1e-30)
+        unit = unit_rows(features)
         settings = PatchSettings(
             min_gain=float(self.min_gain),
             max_patch_size=min(int(self.max_patch_size), n_samples),
@@ -300,7 +300,7 @@ class FastProp:
         coef, intercept = fit_softmax_regression(
             rows, np.eye(context.n_classes)[row_class], l2=float(self.predictor_l2)
         )
-        logits = context.unit.astype(np.float64) @ coef
+        logits = (context.unit @ coef.astype(np.float32)).astype(np.float64)
         timings["training"] = time.perf_counter() - clock
 
         clock = time.perf_counter()

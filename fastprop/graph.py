@@ -25,9 +25,16 @@ _BLOCK_BYTES = 64 * 2**20
 _MAX_EF = 4096
 
 
-def _unit_rows(features):
+def unit_rows(features):
+    """Rows scaled to unit L2 norm; ``features`` itself when they already are.
+
+    Embeddings usually arrive normalised, and a million-row copy is worth
+    skipping. ``features`` must have no all-zero row (validation ensures it).
+    """
     norms = np.linalg.norm(features, axis=1, keepdims=True)
-    return features / norms
+    if np.all(np.abs(norms - 1.0) <= 1e-4):
+        return features
+    return (features / norms).astype(features.dtype, copy=False)
 
 
 def _exact_search(unit, n_neighbors):
@@ -153,7 +160,7 @@ def knn_search(
     n_jobs = _resolve_n_jobs(n_jobs)
     if method == "auto":
         method = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
-    unit = _unit_rows(features)
+    unit = unit_rows(features)
     if method == "exact":
         return _exact_search(unit, n_neighbors)
     seed = int(rng.integers(0, 2**31 - 1))
