@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.csr import knn_to_symmetric_csr
+from ._kernels.topk import top_k_rows
 from ._validation import (
     check_choice,
     check_features,
@@ -44,15 +45,7 @@ def _exact_search(unit, n_neighbors):
     similarities = np.empty((n_samples, n_neighbors), dtype=np.float32)
     for start in range(0, n_samples, block):
         stop = min(start + block, n_samples)
-        scores = unit[start:stop] @ unit.T
-        rows = np.arange(stop - start)
-        scores[rows, rows + start] = -np.inf
-        top = np.argpartition(-scores, n_neighbors - 1, axis=1)[:, :n_neighbors]
-        top_scores = np.take_along_axis(scores, top, axis=1)
-        # Most similar first; equal similarities in increasing index order.
-        order = np.lexsort((top, -top_scores), axis=1)
-        indices[start:stop] = np.take_along_axis(top, order, axis=1)
-        similarities[start:stop] = np.take_along_axis(top_scores, order, axis=1)
+        top_k_rows(unit[start:stop] @ unit.T, n_neighbors, start, indices[start:stop], similarities[start:stop])
     return indices, similarities
 
 

@@ -179,3 +179,19 @@ def test_exclude_neighbourhood_matches_matrix_powers(hops):
     within = np.linalg.matrix_power(adjacency, hops)[4] > 0
     assert_array_equal(excluded, within)
     assert reached == within.sum()
+
+
+def test_top_k_rows_matches_stable_argsort_with_ties():
+    from fastprop._kernels.topk import top_k_rows
+
+    rng = np.random.default_rng(8)
+    scores = rng.integers(0, 5, size=(40, 60)).astype(np.float32)  # many ties
+    first_row = 10
+    indices = np.empty((40, 7), dtype=np.int64)
+    values = np.empty((40, 7), dtype=np.float32)
+    top_k_rows(scores, 7, first_row, indices, values)
+    masked = scores.astype(np.float64).copy()
+    masked[np.arange(40), np.arange(40) + first_row] = -np.inf
+    expected = np.argsort(-masked, axis=1, kind="stable")[:, :7]
+    assert_array_equal(indices, expected)
+    assert_array_equal(values, np.take_along_axis(scores, expected, axis=1))
