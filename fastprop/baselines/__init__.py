@@ -1,0 +1,28 @@
+"""Baselines that share FastProp's interface: five transductive classifiers on a kNN graph.
+
+Each estimator's ``fit(X, y, graph=None)`` takes integer labels with ``-1`` for
+unlabeled samples and an optional precomputed affinity graph (else it builds
+``build_knn_graph(X, n_neighbors)``), and sets ``classes_``,
+``label_distributions_``, ``confidence_`` and ``transduction_``.
+
+- :class:`LabelPropagation`: harmonic functions (Zhu & Ghahramani, 2002).
+- :class:`LabelSpreading`: local and global consistency (Zhou et al., 2004).
+- :class:`SGC`: simple graph convolution (Wu et al., 2019).
+- :class:`GCN`: graph convolutional network (Kipf & Welling, 2017).
+- :class:`CorrectAndSmooth`: Correct and Smooth (Huang et al., 2021).
+"""
+
+from ._common import ConvergenceWarning
+from .correct_smooth import CorrectAndSmooth
+from .gcn import GCN
+from .propagation import LabelPropagation, LabelSpreading
+from .sgc import SGC
+
+__all__ = [
+    "GCN",
+    "SGC",
+    "ConvergenceWarning",
+    "CorrectAndSmooth",
+    "LabelPropagation",
+    "LabelSpreading",
+]

@@ -1,0 +1,278 @@
+"""What the five baselines share: fit set-up, normalised adjacencies, the propagation
+loop, the seed classifier and the fitted attributes.
+
+Every estimator routes ``fit`` through :meth:`GraphBaseline.fit`, which validates
+the hyperparameters, then ``X``, ``y`` and ``graph`` (building the kNN graph when
+none is given), asks the subclass for class scores and turns them into the public
+``*_`` attributes the same way for all of them.
+"""
+
+import inspect
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_features, check_graph, check_integer, check_labels
+from ..graph import build_knn_graph
+from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
+
+#: Gradient tolerance handed to :func:`fastprop.linear.fit_softmax_regression`.
+LBFGS_TOL = 1e-6
+#: A fitted linear model whose largest gradient entry exceeds this is reported as
+#: not converged. ``fit_softmax_regression`` does not say why L-BFGS stopped, so
+#: this is a heuristic: on test problems, fits that converged (some on the
+#: relative-decrease test, above ``LBFGS_TOL``) ended below 2e-5, fits cut off
+#: after a few iterations between 1e-4 and 1e-1. The margin keeps the former quiet.
+LBFGS_WARN_GRADIENT = 1e-3
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative baseline reached its iteration limit before converging."""
+
+
+class Problem(NamedTuple):
+    """Validated inputs of one ``fit``.
+
+    Attributes
+    ----------
+    features : ndarray of shape (n_samples, n_features), float32
+        ``X`` as returned by ``check_features`` (possibly ``X`` itself: never write to it).
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        Affinities without self loops.
+    classes : ndarray of shape (n_classes,), int64
+        Sorted distinct seed labels.
+    seeds : ndarray of shape (n_seeds,), int64
+        Indices of the labeled samples.
+    targets : ndarray of shape (n_samples, n_classes), float64
+        One-hot rows for the seeds, zero rows for the unlabeled samples.
+    """
+
+    features: np.ndarray
+    graph: sp.csr_matrix
+    classes: np.ndarray
+    seeds: np.ndarray
+    targets: np.ndarray
+
+
+def prepare_fit(X, y, graph, n_neighbors):
+    """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
+
+    All-zero rows of ``X`` are rejected only when the graph has to be built
+    from cosine similarities.
+    """
+    check_integer("n_neighbors", n_neighbors, low=1)
+    features = check_features(X, cosine=graph is None)
+    n_samples = features.shape[0]
+    classes, encoded = check_labels(y, n_samples)
+    if graph is None:
+        graph = build_knn_graph(features, n_neighbors)
+    graph = check_graph(graph, n_samples)
+    seeds = np.flatnonzero(encoded >= 0)
+    targets = np.zeros((n_samples, classes.size))
+    targets[seeds, encoded[seeds]] = 1.0
+    return Problem(features, graph, classes, seeds, targets)
+
+
+def normalised_adjacency(graph, *, kind, self_loops=False, dtype=np.float64):
+    """Normalise an affinity matrix ``W``.
+
+    Parameters
+    ----------
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Non-negative weights (the output of ``check_graph``).
+    kind : {"row", "sym"}
+        ``"row"``: ``D^-1 W`` (random walk, rows sum to 1);
+        ``"sym"``: ``D^-1/2 W D^-1/2``. ``D`` holds the row sums of ``W``.
+    self_loops : bool, default=False
+        Use ``W + I`` instead of ``W`` (the renormalisation trick of GCN and SGC).
+    dtype : numpy dtype, default=float64
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Rows of zero-degree vertices (isolated, without self loops) stay zero.
+    """
+    adjacency = sp.csr_matrix(graph, dtype=dtype, copy=True)
+    if self_loops:
+        adjacency = (adjacency + sp.identity(adjacency.shape[0], dtype=dtype, format="csr")).tocsr()
+    degree = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
+    positive = degree > 0
+    power = 1.0 if kind == "row" else 0.5
+    scale = np.zeros_like(degree)
+    scale[positive] = degree[positive] ** -power
+    left = sp.diags(scale.astype(dtype))
+    if kind == "row":
+        return (left @ adjacency).tocsr()
+    return (left @ adjacency @ left).tocsr()
+
+
+def restart_step(operator, alpha, anchor, *, clip=None, reset=None):
+    """One propagation step ``F -> alpha * operator @ F + (1 - alpha) * anchor``.
+
+    Parameters
+    ----------
+    operator : sparse matrix of shape (n_samples, n_samples)
+    alpha : float in (0, 1]
+        With ``alpha == 1`` the anchor term vanishes (plain diffusion).
+    anchor : ndarray of shape (n_samples, n_classes)
+    clip : (float, float) or None
+        Clip every entry into this range after the step.
+    reset : (indices, values) or None
+        Then overwrite these rows (clamping the seeds).
+
+    Returns
+    -------
+    callable
+        ``step(F) -> new F``; never writes to ``F``.
+    """
+    restart = None if alpha == 1.0 else (1.0 - alpha) * anchor
+
+    def step(current):
+        updated = operator @ current
+        if alpha != 1.0:
+            updated *= alpha
+            updated += restart
+        if clip is not None:
+            np.clip(updated, clip[0], clip[1], out=updated)
+        if reset is not None:
+            updated[reset[0]] = reset[1]
+        return updated
+
+    return step
+
+
+def warn_not_converged(name, max_iter, detail, hint="Increase max_iter or tol."):
+    """Emit the :class:`ConvergenceWarning` of an estimator that hit ``max_iter``."""
+    warnings.warn(
+        f"{name} did not converge in max_iter={max_iter} iterations ({detail}). {hint}",
+        ConvergenceWarning,
+        stacklevel=5,
+    )
+
+
+def row_change(previous, current):
+    """Largest L1 change of a row relative to the row's new L1 norm (all-zero rows skipped).
+
+    A row reached for the first time counts as a change of 1, so a propagation
+    cannot stop while its front is still advancing.
+    """
+    norms = np.abs(current).sum(axis=1)
+    changes = np.abs(current - previous).sum(axis=1)
+    reached = norms > 0
+    return float(np.max(changes[reached] / norms[reached])) if reached.any() else 0.0
+
+
+def iterate(step, start, *, max_iter, tol=None, name="propagation"):
+    """Apply ``step`` until no row changes by more than ``tol`` (relative L1, see :func:`row_change`).
+
+    Parameters
+    ----------
+    step : callable
+        ``F -> new F``.
+    start : ndarray of shape (n_samples, n_classes)
+    max_iter : int
+        Iteration limit; with ``tol=None`` exactly this many steps run.
+    tol : float or None
+        Convergence threshold. When it is not reached in ``max_iter`` steps a
+        :class:`ConvergenceWarning` is emitted.
+    name : str
+        Estimator name for the warning.
+
+    Returns
+    -------
+    result : ndarray
+    n_iter : int
+        Steps taken.
+    """
+    current = start
+    for n_iter in range(1, max_iter + 1):
+        updated = step(current)
+        if tol is not None:
+            change = row_change(current, updated)
+            if change <= tol:
+                return updated, n_iter
+        current = updated
+    if tol is not None:
+        warn_not_converged(name, max_iter, f"largest relative row change {change:.3g} > tol={tol!r}")
+    return current, max_iter
+
+
+def seed_classifier_proba(features, problem, *, l2, max_iter, name):
+    """Fit multinomial logistic regression on the seeds' rows, predict every row.
+
+    Warns with :class:`ConvergenceWarning` when L-BFGS stopped far from a
+    stationary point (largest gradient entry above ``LBFGS_WARN_GRADIENT``),
+    which in practice means it ran out of ``max_iter``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes), float64
+    """
+    seed_features = np.asarray(features[problem.seeds], dtype=np.float64)
+    seed_targets = problem.targets[problem.seeds]
+    coef, intercept = fit_softmax_regression(
+        seed_features, seed_targets, l2=l2, max_iter=max_iter, tol=LBFGS_TOL
+    )
+    weights = np.full(seed_features.shape[0], 1.0 / seed_features.shape[0])
+    params = np.concatenate([coef.ravel(), intercept])
+    _, gradient = softmax_loss_and_gradient(params, seed_features, seed_targets, weights, l2)
+    largest = float(np.max(np.abs(gradient)))
+    if largest > LBFGS_WARN_GRADIENT:
+        warn_not_converged(
+            f"{name}'s logistic regression", max_iter, f"largest gradient entry {largest:.3g}",
+            hint="Increase max_iter or l2.",
+        )
+    return softmax_proba(features, coef, intercept)
+
+
+def to_distributions(scores, problem):
+    """Clip ``scores`` at 0 and normalise rows; all-zero rows become uniform; seeds one-hot."""
+    distributions = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
+    totals = distributions.sum(axis=1, keepdims=True)
+    uniform = np.full_like(distributions, 1.0 / distributions.shape[1])
+    distributions = np.divide(distributions, totals, out=uniform, where=totals > 0)
+    distributions[problem.seeds] = problem.targets[problem.seeds]
+    return distributions
+
+
+class GraphBaseline:
+    """Common ``fit`` of the baselines; subclasses implement ``_check_params`` and ``_scores``.
+
+    ``_check_params()`` returns the validated hyperparameters as a dict (it never
+    writes to ``self``); ``_scores(problem, **params)`` returns class scores of
+    shape (n_samples, n_classes), which :func:`to_distributions` clips at 0 and
+    normalises, and may set ``n_iter_``.
+    """
+
+    def fit(self, X, y, graph=None):
+        """Propagate the seed labels of ``y`` to every sample.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Embeddings. Graph-only methods use them only to build the graph.
+        y : array_like of shape (n_samples,), int
+            Class labels, ``-1`` for unlabeled samples. Labels need not be contiguous.
+        graph : sparse matrix of shape (n_samples, n_samples), optional
+            Precomputed symmetric non-negative affinities; by default
+            ``build_knn_graph(X, n_neighbors)``.
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_params()
+        problem = prepare_fit(X, y, graph, self.n_neighbors)
+        distributions = to_distributions(self._scores(problem, **params), problem)
+        self.classes_ = problem.classes
+        self.label_distributions_ = distributions
+        self.confidence_ = distributions.max(axis=1)
+        self.transduction_ = problem.classes[distributions.argmax(axis=1)]
+        return self
+
+    def __repr__(self):
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({shown})"
