@@ -49,6 +49,7 @@ def test_invariants(fitted):
     assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
     assert np.all(np.isfinite(model.multiview_confidence_))
     assert model.view_count_.shape == (n,) and model.view_count_[seeds].sum() == 0
+    assert np.all(model.view_count_[~seeds] >= 1)  # the whole-graph view
     assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold"}
 
 
@@ -112,11 +113,11 @@ def test_fixed_and_disabled_threshold():
 
 
 @pytest.mark.parametrize("confidence", ["both", "multiview", "confnet", "random"])
-@pytest.mark.parametrize("confnet_features", ["structure", "embedding"])
-def test_ablation_switches_run(confidence, confnet_features):
+@pytest.mark.parametrize("confnet_features, global_view", [("structure", True), ("embedding", False)])
+def test_ablation_switches_run(confidence, confnet_features, global_view):
     X, y, _ = two_clusters_and_outliers(seed=5)
     model = FastProp(n_neighbors=8, random_state=0, confidence=confidence, confnet_features=confnet_features,
-                     predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
+                     global_view=global_view, predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
     assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
     if confidence == "multiview":
         assert np.all(np.isnan(model.confnet_confidence_))
@@ -147,9 +148,10 @@ def test_isolated_vertices_and_components():
     graph[5, :] = 0
     graph[:, 5] = 0
     graph = graph.tocsr()
-    model = FastProp(random_state=0).fit(X, y, graph=graph)
-    assert np.all(np.isfinite(model.label_distributions_))
-    assert model.view_count_[5] == 0 and model.multiview_confidence_[5] == 0
+    for global_view in (True, False):
+        model = FastProp(random_state=0, global_view=global_view).fit(X, y, graph=graph)
+        assert np.all(np.isfinite(model.label_distributions_))
+        assert model.view_count_[5] == int(global_view) and model.multiview_confidence_[5] == 0
     empty = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=sp.csr_matrix((len(X), len(X))))
     assert_allclose(empty.label_distributions_.sum(axis=1), 1.0)
 
@@ -166,6 +168,7 @@ def test_isolated_vertices_and_components():
         ({"outlier_threshold": 2.0}, r"outlier_threshold=2.0 is out of range"),
         ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
         ({"random_state": "x"}, "random_state must be"),
+        ({"global_view": "yes"}, "global_view must be True or False"),
     ],
 )
 def test_bad_parameters(params, message):
