@@ -113,14 +113,16 @@ def test_fixed_and_disabled_threshold():
 
 
 @pytest.mark.parametrize("confidence", ["both", "multiview", "confnet", "random"])
-@pytest.mark.parametrize("confnet_features, global_view", [("structure", True), ("embedding", False)])
-def test_ablation_switches_run(confidence, confnet_features, global_view):
+@pytest.mark.parametrize("confnet_features, global_view, training", [("structure", True, "graph"),
+                                                                    ("embedding", False, "patches")])
+def test_ablation_switches_run(confidence, confnet_features, global_view, training):
     X, y, _ = two_clusters_and_outliers(seed=5)
     model = FastProp(n_neighbors=8, random_state=0, confidence=confidence, confnet_features=confnet_features,
-                     global_view=global_view, predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
+                     global_view=global_view, predictor_training=training, predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
     assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
     if confidence == "multiview":
         assert np.all(np.isnan(model.confnet_confidence_))
+    assert (model.n_training_patches_ > 0) == (training == "patches")
 
 
 def test_single_class_all_labeled_and_duplicates():
@@ -169,6 +171,7 @@ def test_isolated_vertices_and_components():
         ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
         ({"random_state": "x"}, "random_state must be"),
         ({"global_view": "yes"}, "global_view must be True or False"),
+        ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
     ],
 )
 def test_bad_parameters(params, message):
@@ -220,3 +223,25 @@ def test_automatic_threshold_is_half_of_otsus_split():
     best = max(scores)
     assert np.mean(low) * np.mean(~low) * (confidence[low].mean() - confidence[~low].mean()) ** 2 == pytest.approx(best)
     assert automatic_threshold(confidence) == pytest.approx(split / 2)
+
+
+def test_graph_training_predictor_matches_an_independent_sgc_fit():
+    """With predictor_training="graph" the local predictor is softmax regression on (D~^-1 A~)^2 X at the seeds."""
+    from fastprop.linear import fit_softmax_regression
+
+    X, y, _ = two_clusters_and_outliers(seed=8)
+    graph = build_knn_graph(X, 8)
+    model = FastProp(random_state=0, global_view=True, outlier_threshold=None).fit(X, y, graph=graph)
+    dense = graph.toarray().astype(np.float64) + np.eye(len(X))
+    operator = dense / dense.sum(axis=1, keepdims=True)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    smoothed = operator @ operator @ unit
+    seeds = np.flatnonzero(y >= 0)
+    coef, intercept = fit_softmax_regression(smoothed[seeds], np.eye(2)[[0, 1]], l2=3e-5)
+    logits = smoothed @ coef + intercept
+    expected = np.exp(logits - logits.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    # vertices no patch reached keep the whole-graph view only
+    only_global = (model.view_count_ == 1) & (y < 0)
+    assert only_global.sum() == 25  # the far group: no seed, no patch reaches it
+    assert_allclose(model.label_distributions_[only_global], expected[only_global], atol=1e-4)
