@@ -115,7 +115,14 @@ class FastProp:
     random_state : int, Generator or None
         Breaks ties between equally confident start vertices and seeds hnswlib.
     verbose : bool, default=False
-        Report progress on stderr.
+        Report progress on stderr (when ``progress`` is None).
+    progress : callable or None, default=None
+        Called as ``progress(stage, done, total)`` as the fit goes: stage
+        ``"graph"``, ``"training"``, ``"propagation"`` (after every patch,
+        with ``done`` confident vertices of ``total``; the loop stops when no
+        viable start is left, usually before ``done`` reaches ``total``),
+        ``"confnet"`` and ``"done"``; ``done``/``total`` are None where there
+        is no count.
 
     Attributes
     ----------
@@ -184,6 +191,7 @@ class FastProp:
         graph_method="auto",
         random_state=None,
         verbose=False,
+        progress=None,
     ):
         self.n_neighbors = n_neighbors
         self.min_gain = min_gain
@@ -204,6 +212,7 @@ class FastProp:
         self.graph_method = graph_method
         self.random_state = random_state
         self.verbose = verbose
+        self.progress = progress
 
     def _check_parameters(self):
         check_integer("n_neighbors", self.n_neighbors, low=1)
@@ -223,6 +232,8 @@ class FastProp:
         check_choice("predictor_training", self.predictor_training, ("graph", "patches"))
         check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
         check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be a callable progress(stage, done, total) or None, got {self.progress!r}.")
         threshold = self.outlier_threshold
         if threshold is not None and not (isinstance(threshold, str) and threshold == "auto"):
             if isinstance(threshold, str):
@@ -265,7 +276,7 @@ class FastProp:
         timings = {}
         clock = time.perf_counter()
         if graph is None:
-            self._report("building the kNN graph")
+            self._notify("graph")
             graph = self._build_graph(features, rng)
         else:
             graph = check_graph(graph, n_samples)
@@ -308,17 +319,14 @@ class FastProp:
         self.n_starts_ = state.n_starts
         self.graph_ = graph
         self.timings_ = timings
-        self._report(
-            f"done: {state.n_patches} patches, {int(state.frozen.sum())} confident, "
-            f"threshold {threshold:.3f}, {sum(timings.values()):.2f}s\n"
-        )
+        self._notify("done")
         return self
 
     def _propagation_pass(self, context):
         """Train the local predictor on the seeds, propagate, run ConfNet."""
         timings = {}
         clock = time.perf_counter()
-        self._report("training the local predictor")
+        self._notify("training")
         if self.predictor_training == "patches":
             rows, row_class, self.n_training_patches_ = training_features(
                 context.workspace, context.unit, context.seed_class, context.tie_rank
@@ -347,7 +355,7 @@ class FastProp:
             confident_threshold=float(self.confident_threshold),
             single_view_confidence=float(self.single_view_confidence),
             confidence_override=override,
-            progress=self._progress if self.verbose else None,
+            progress=self._propagation_progress if self.verbose or self.progress else None,
         )
         timings["propagation"] = time.perf_counter() - clock
 
@@ -356,7 +364,7 @@ class FastProp:
         distributions, multiview = self._distributions(state, context.adjacency, logits, intercept, labeled)
         confnet = None
         if self.confidence in ("both", "confnet"):
-            self._report("training ConfNet")
+            self._notify("confnet")
             if self.confnet_features == "structure":
                 inputs = structural_features(context.graph, context.adjacency, distributions, state.view_count)
             else:
@@ -411,11 +419,23 @@ class FastProp:
             return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
         return float(self.outlier_threshold)
 
-    def _report(self, message):
-        if self.verbose:
-            end = "" if message.endswith("\n") else "\n"
-            sys.stderr.write(f"fastprop: {message}{end}")
+    def _notify(self, stage, done=None, total=None):
+        if self.progress is not None:
+            self.progress(stage, done, total)
+        elif self.verbose:
+            if stage == "propagation":
+                sys.stderr.write(f"\rfastprop: propagating, {done}/{total} confident")
+            else:
+                prefix = "\n" if stage == "confnet" else ""
+                sys.stderr.write(f"{prefix}fastprop: {_STAGE_TEXT[stage]}\n")
 
-    def _progress(self, n_confident, n_vertices):
-        sys.stderr.write(f"\rfastprop: propagating, {n_confident}/{n_vertices} confident")
+    def _propagation_progress(self, n_confident, n_vertices):
+        self._notify("propagation", n_confident, n_vertices)
 
+
+_STAGE_TEXT = {
+    "graph": "building the kNN graph",
+    "training": "training the local predictor",
+    "confnet": "training ConfNet",
+    "done": "done",
+}

@@ -245,3 +245,21 @@ def test_graph_training_predictor_matches_an_independent_sgc_fit():
     only_global = (model.view_count_ == 1) & (y < 0)
     assert only_global.sum() == 25  # the far group: no seed, no patch reaches it
     assert_allclose(model.label_distributions_[only_global], expected[only_global], atol=1e-4)
+
+
+def test_progress_callback_and_silence(capsys):
+    X, y, _ = two_clusters_and_outliers(seed=9)
+    calls = []
+    FastProp(n_neighbors=8, random_state=0, progress=lambda *args: calls.append(args)).fit(X, y)
+    stages = [stage for stage, _, _ in calls]
+    assert stages[0] == "graph" and stages[1] == "training" and stages[-1] == "done"
+    assert "confnet" in stages
+    counts = [(done, total) for stage, done, total in calls if stage == "propagation"]
+    assert counts and all(total == len(X) for _, total in counts)
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts)
+    FastProp(n_neighbors=8, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    FastProp(n_neighbors=8, random_state=0, verbose=True).fit(X, y)
+    assert "fastprop: training the local predictor" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="progress must be a callable"):
+        FastProp(progress=3).fit(X, y)

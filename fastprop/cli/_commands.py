@@ -34,42 +34,39 @@ DEMO_OUTLIER_FRACTION = 0.5
 DEMO_LABEL_RATIO = 0.01
 
 
-class _ReportingFastProp(FastProp):
-    """FastProp whose ``verbose`` reports drive a CLI progress line instead of plain stderr.
+_STAGE_TEXT = {
+    "graph": "building the kNN graph",
+    "training": "training the local predictor",
+    "confnet": "training ConfNet",
+}
 
-    A stopgap that overrides FastProp's private ``_report``/``_progress``
-    until the estimator takes a public progress callback.
-    """
 
-    _cli_progress = None
-    _cli_label = ""
-    _cli_stage = None
+class _StageReporter:
+    """Drive a CLI progress line from FastProp's ``progress(stage, done, total)`` calls."""
 
-    def _report(self, message):
-        if message.startswith("done"):
-            self._cli_progress.finish()
-            self._cli_stage = None
-        else:
-            self._cli_progress.start(f"{self._cli_label}{message}")
-            self._cli_stage = message
+    def __init__(self, progress, label):
+        self._progress = progress
+        self._label = label
+        self._stage = None
 
-    def _progress(self, n_confident, n_vertices):
-        if self._cli_stage != "propagating":
-            # The scheduler stops when no viable start is left, usually well short of
-            # n_vertices confident: show the count and rate, but no time left.
-            self._cli_progress.start(
-                f"{self._cli_label}propagating", n_vertices, unit="confident",
-                initial=n_confident, time_left=False,
-            )
-            self._cli_stage = "propagating"
-        self._cli_progress.update(n_confident)
+    def __call__(self, stage, done, total):
+        if stage == "done":
+            self._progress.finish()
+        elif stage == "propagation":
+            if self._stage != stage:
+                # The scheduler stops when no viable start is left, usually well short of
+                # n_vertices confident: show the count and rate, but no time left.
+                self._progress.start(f"{self._label}propagating", total, unit="confident",
+                                     initial=done, time_left=False)
+            self._progress.update(done)
+        elif self._stage != stage:
+            self._progress.start(f"{self._label}{_STAGE_TEXT[stage]}")
+        self._stage = stage
 
 
 def _fastprop(progress, label="", **params):
-    model = _ReportingFastProp(verbose=progress.enabled, **params)
-    model._cli_progress = progress
-    model._cli_label = label
-    return model
+    reporter = _StageReporter(progress, label) if progress.enabled else None
+    return FastProp(progress=reporter, **params)
 
 
 def _build_graph(X, n_neighbors, method, seed, progress):
