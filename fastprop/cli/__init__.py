@@ -129,7 +129,7 @@ def _add_graph_options(parser, what):
                              "(lowered to n_samples - 1 on tiny inputs)")
     parser.add_argument("--method", choices=("auto", "exact", "hnsw"), default="auto",
                         help="kNN search: exact brute force, hnswlib (approximate), or auto: "
-                             "exact up to 20,000 samples, hnsw above")
+                             "exact up to 30,000 samples, hnsw above")
 
 
 def build_parser():
