@@ -51,7 +51,7 @@ class PatchWorkspace:
         self.settings = settings
         degrees = np.diff(graph.indptr)
         largest = np.sort(degrees)[::-1][: settings.max_patch_size]
-        capacity = int(largest.sum()) + settings.max_patch_size
+        capacity = int(largest.sum()) + settings.max_patch_size + 1
         self.patch = np.empty(settings.max_patch_size, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
@@ -74,8 +74,11 @@ class PatchWorkspace:
             self.settings.max_patch_size, self.stamp, self._patches, self.local_index, self.patch,
         )
 
-    def smooth(self, size, values):
-        """``(D~^-1 A~)^depth values[patch]`` on the patch just grown, shape (size, c)."""
+    def smooth(self, size, values, frozen):
+        """``(D~^-1 A~)^depth values[patch]`` on the patch just grown, shape (size, c).
+
+        Rows of ``frozen`` vertices are not computed (undefined).
+        """
         induced_subgraph(
             self.patch, size, self.indptr, self.indices, self.data, self.stamp, self._patches,
             self.local_index, self.local_indptr, self.local_indices, self.local_weights,
@@ -85,7 +88,7 @@ class PatchWorkspace:
         second = self._second[: shape[0] * shape[1]].reshape(shape)
         return patch_sgc(
             self.patch, size, self.local_indptr, self.local_indices, self.local_weights,
-            values, self.settings.depth, first, second,
+            values, self.settings.depth, first, second, frozen,
         )[:size]
 
     def exclude(self, start, excluded):
@@ -141,6 +144,7 @@ def training_features(workspace, features, seed_class, tie_rank):
     excluded = np.zeros(labeled.size, dtype=bool)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), confidence)
+    nothing_frozen = np.zeros(labeled.size, dtype=bool)
     rows, labels = [], []
     n_patches = 0
     while True:
@@ -151,7 +155,7 @@ def training_features(workspace, features, seed_class, tie_rank):
         size, _, _ = workspace.grow(start, confidence)
         members = workspace.patch[:size]
         in_patch_seeds = np.flatnonzero(labeled[members])
-        smoothed = workspace.smooth(size, features)
+        smoothed = workspace.smooth(size, features, nothing_frozen)
         rows.append(smoothed[in_patch_seeds].copy())
         labels.append(seed_class[members[in_patch_seeds]])
         n_patches += 1
@@ -245,9 +249,8 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         size, outcome, gain = workspace.grow(start, state.confidence)
         if outcome == PATCH_TOO_LARGE or gain <= 0.0:
             continue
-        predictions = _softmax(workspace.smooth(size, logits) + bias)
         n_new = accumulate_views(
-            workspace.patch, size, predictions, state.frozen, state.probability_sum,
+            workspace.patch, size, workspace.smooth(size, logits, state.frozen), bias, state.frozen, state.probability_sum,
             state.view_count, state.confidence, single_view_confidence, confident_threshold,
             newly_confident,
         )
@@ -276,9 +279,3 @@ def _override(members, state, confidence_override, confident_threshold, newly_co
     newly_confident[: joined.size] = joined
     return joined.size
 
-
-def _softmax(logits):
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    np.exp(shifted, out=shifted)
-    shifted /= shifted.sum(axis=1, keepdims=True)
-    return shifted

@@ -108,7 +108,7 @@ def test_induced_subgraph_and_sgc_match_dense_reference(index_dtype):
     graph = random_graph(70, seed=4, index_dtype=index_dtype)
     patch, _, _, stamp, local_index = grow(graph, 5, np.zeros(70), 30.0, 70)
     size = patch.size
-    capacity = size + graph.nnz
+    capacity = size + graph.nnz + 1
     local_indptr = np.empty(size + 1, dtype=np.int64)
     local_indices = np.empty(capacity, dtype=np.int64)
     local_weights = np.empty(capacity, dtype=np.float64)
@@ -123,9 +123,13 @@ def test_induced_subgraph_and_sgc_match_dense_reference(index_dtype):
     first = np.empty((70, 4))
     second = np.empty((70, 4))
     for depth in (0, 1, 2, 3):
-        smoothed = patch_sgc(buffer, size, local_indptr, local_indices, local_weights, values, depth, first, second)
+        frozen = np.zeros(70, dtype=bool)
+        frozen[patch[::3]] = True  # their rows of the last step are skipped
+        smoothed = patch_sgc(buffer, size, local_indptr, local_indices, local_weights, values, depth, first,
+                             second, frozen)
         expected = np.linalg.matrix_power(reference, depth) @ values[patch]
-        assert_allclose(smoothed[:size], expected, atol=1e-10)
+        computed = ~frozen[patch] if depth > 0 else np.ones(size, dtype=bool)
+        assert_allclose(smoothed[:size][computed], expected[computed], atol=1e-10)
 
 
 def slow_accumulate(patch, predictions, frozen, sums, counts, eps, threshold):
@@ -157,7 +161,9 @@ def test_accumulate_views_matches_slow_reference():
         predictions = rng.dirichlet([0.3] * n_classes, size=12)
         expected = slow_accumulate(patch, predictions, frozen, sums, counts, 1e-3, 0.8)
         newly = np.empty(12, dtype=np.int64)
-        n_new = accumulate_views(patch, 12, predictions, frozen, sums, counts, confidence, 1e-3, 0.8, newly)
+        bias = rng.normal(size=n_classes)
+        scores = np.log(predictions) - bias  # softmax(scores + bias) == predictions
+        n_new = accumulate_views(patch, 12, scores, bias, frozen, sums, counts, confidence, 1e-3, 0.8, newly)
         assert_array_equal(frozen, expected[0])
         assert_allclose(sums, expected[1])
         assert_array_equal(counts, expected[2])
