@@ -1,7 +1,5 @@
 """The propagation loop against a slow, dense re-implementation of the paper's scheduler."""
 
-from collections import deque
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -9,6 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop.graph import build_knn_graph
 from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, training_features
+from reference import dense_patch_operator, slow_bfs_patch
 
 
 def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, initial_view=None):
@@ -34,28 +33,10 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
         del candidates[start]
         reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops)[start]
         excluded |= reach > 0
-        # BFS patch, neighbours in increasing index order (the CSR order)
-        patch, seen, gain, outcome = [start], {start}, 1 - confidence[start], "exhausted"
-        queue = deque([start])
-        while queue and outcome == "exhausted":
-            vertex = queue.popleft()
-            for neighbour in np.flatnonzero(dense[vertex]):
-                if neighbour in seen:
-                    continue
-                seen.add(neighbour)
-                patch.append(int(neighbour))
-                queue.append(neighbour)
-                gain += 1 - confidence[neighbour]
-                if gain > settings.min_gain:
-                    outcome = "viable"
-                    break
-                if len(patch) >= settings.max_patch_size:
-                    outcome = "too large"
-                    break
+        patch, outcome, gain = slow_bfs_patch(dense, start, confidence, settings.min_gain, settings.max_patch_size)
         if outcome == "too large" or gain <= 0:
             continue
-        block = dense[np.ix_(patch, patch)] + np.eye(len(patch))
-        operator = block / block.sum(axis=1, keepdims=True)
+        operator = dense_patch_operator(dense, patch)
         scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
         predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
         predictions /= predictions.sum(axis=1, keepdims=True)
@@ -120,24 +101,9 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds():
     # the best-ranked seed, which then is the first row of its own patch
     first_seed = min(np.flatnonzero(seed_class >= 0), key=lambda v: tie_rank[v])
     dense = graph.toarray().astype(np.float64)
-    patch, seen, gain = [first_seed], {first_seed}, 0.0
-    queue = deque([first_seed])
     confidence = (seed_class >= 0).astype(float)
-    done = False
-    while queue and not done:
-        vertex = queue.popleft()
-        for neighbour in np.flatnonzero(dense[vertex]):
-            if neighbour in seen:
-                continue
-            seen.add(neighbour)
-            patch.append(int(neighbour))
-            queue.append(neighbour)
-            gain += 1 - confidence[neighbour]
-            if gain > 20.0 or len(patch) >= 60:
-                done = True
-                break
-    block = dense[np.ix_(patch, patch)] + np.eye(len(patch))
-    operator = block / block.sum(axis=1, keepdims=True)
+    patch, _, _ = slow_bfs_patch(dense, first_seed, confidence, 20.0, 60)
+    operator = dense_patch_operator(dense, patch)
     expected = (operator @ operator @ features[patch])[0]
     assert_allclose(rows[0], expected, atol=1e-10)
     assert labels[0] == seed_class[first_seed]
