@@ -117,8 +117,11 @@ def structural_features(graph, adjacency, distributions, view_count):
     agreement = (neighbour_mean * distributions).sum(axis=1)
     degree = np.diff(graph.indptr)
     weight_sum = np.asarray(graph.sum(axis=1)).ravel()
-    max_weight = np.maximum.reduceat(graph.data, graph.indptr[:-1]) if graph.nnz else np.zeros(len(degree))
-    max_weight = np.where(degree > 0, max_weight, 0.0)
+    max_weight = np.zeros(len(degree))
+    has_edges = degree > 0
+    if has_edges.any():
+        # reduceat over the non-empty rows only: an empty last row would index past the data
+        max_weight[has_edges] = np.maximum.reduceat(graph.data, graph.indptr[:-1][has_edges])
     mean_weight = weight_sum / np.maximum(degree, 1)
     return np.column_stack([top, top - second, entropy, neighbour_mean.max(axis=1), agreement,
                             mean_weight, max_weight, np.log1p(degree), np.log1p(view_count)])

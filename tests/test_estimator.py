@@ -263,3 +263,30 @@ def test_progress_callback_and_silence(capsys):
     assert "fastprop: training the local predictor" in capsys.readouterr().err
     with pytest.raises(ValueError, match="progress must be a callable"):
         FastProp(progress=3).fit(X, y)
+
+
+def test_structural_features_match_a_dense_reference_with_empty_rows():
+    import scipy.sparse as sp
+
+    from fastprop.confnet import normalised_adjacency, structural_features
+
+    dense = np.array([[0, 0.5, 0.2, 0], [0.5, 0, 0, 0], [0.2, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32)
+    graph = sp.csr_matrix(dense)
+    distributions = np.array([[0.7, 0.3], [0.5, 0.5], [0.1, 0.9], [1.0, 0.0]])
+    features = structural_features(graph, normalised_adjacency(graph), distributions, np.array([2, 1, 3, 0]))
+    assert features.shape == (4, 9) and np.all(np.isfinite(features))
+    assert_allclose(features[:, 0], [0.7, 0.5, 0.9, 1.0])          # top probability
+    assert_allclose(features[:, 1], [0.4, 0.0, 0.8, 1.0])          # margin
+    assert_allclose(features[:, 6], [0.5, 0.5, 0.2, 0.0])          # max edge weight, 0 when isolated
+    assert_allclose(features[:, 5], [0.35, 0.5, 0.2, 0.0])         # mean edge weight
+    operator = (dense + np.eye(4)) / (dense + np.eye(4)).sum(axis=1, keepdims=True)
+    neighbour_mean = operator @ distributions
+    assert_allclose(features[:, 4], (neighbour_mean * distributions).sum(axis=1), atol=1e-6)
+
+
+def test_tiny_inputs_with_isolated_last_vertex():
+    rng = np.random.default_rng(0)
+    for n, y in ((2, [0, -1]), (3, [5, -1, -1])):
+        model = FastProp(random_state=0).fit(rng.normal(size=(n, 3)), np.array(y))
+        assert np.all(np.isfinite(model.confidence_))
+        assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
