@@ -285,7 +285,7 @@ class FastProp:
         unit = unit_rows(features)
         settings = PatchSettings(
             min_gain=float(self.min_gain),
-            max_patch_size=min(int(self.max_patch_size), n_samples),
+            max_patch_size=int(self.max_patch_size),
             exclusion_hops=int(self.exclusion_hops),
             depth=int(self.predictor_depth),
         )

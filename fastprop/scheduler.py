@@ -50,15 +50,17 @@ class PatchWorkspace:
         self.data = graph.data
         self.settings = settings
         degrees = np.diff(graph.indptr)
-        largest = np.sort(degrees)[::-1][: settings.max_patch_size]
-        capacity = int(largest.sum()) + settings.max_patch_size + 1
-        self.patch = np.empty(settings.max_patch_size, dtype=np.int64)
+        # A patch never holds more than n_vertices, whatever max_patch_size says.
+        self.buffer_rows = min(settings.max_patch_size, n_vertices)
+        largest = np.sort(degrees)[::-1][: self.buffer_rows]
+        capacity = int(largest.sum()) + self.buffer_rows + 1
+        self.patch = np.empty(self.buffer_rows, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
-        self.local_indptr = np.empty(settings.max_patch_size + 1, dtype=np.int64)
+        self.local_indptr = np.empty(self.buffer_rows + 1, dtype=np.int64)
         self.local_indices = np.empty(capacity, dtype=np.int64)
         self.local_weights = np.empty(capacity, dtype=np.float64)
-        self._first = np.empty(settings.max_patch_size * n_columns, dtype=np.float64)
+        self._first = np.empty(self.buffer_rows * n_columns, dtype=np.float64)
         self._second = np.empty_like(self._first)
         self.exclusion_stamp = np.zeros(n_vertices, dtype=np.int64)
         self.exclusion_queue = np.empty(n_vertices, dtype=np.int64)
@@ -83,7 +85,7 @@ class PatchWorkspace:
             self.patch, size, self.indptr, self.indices, self.data, self.stamp, self._patches,
             self.local_index, self.local_indptr, self.local_indices, self.local_weights,
         )
-        shape = (self.settings.max_patch_size, values.shape[1])
+        shape = (self.buffer_rows, values.shape[1])
         first = self._first[: shape[0] * shape[1]].reshape(shape)
         second = self._second[: shape[0] * shape[1]].reshape(shape)
         return patch_sgc(
@@ -236,7 +238,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         state.probability_sum[~labeled] = initial_view[~labeled]
         state.view_count[~labeled] = 1
     excluded = np.zeros(n_vertices, dtype=bool)
-    newly_confident = np.empty(workspace.settings.max_patch_size, dtype=np.int64)
+    newly_confident = np.empty(workspace.buffer_rows, dtype=np.int64)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), state.confidence)
     n_confident = int(labeled.sum())

@@ -290,3 +290,10 @@ def test_tiny_inputs_with_isolated_last_vertex():
         model = FastProp(random_state=0).fit(rng.normal(size=(n, 3)), np.array(y))
         assert np.all(np.isfinite(model.confidence_))
         assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
+
+
+def test_a_patch_that_is_the_whole_small_graph_is_processed():
+    X = np.array([[1.0, 0.1], [0.9, 0.2]])
+    model = FastProp(random_state=0, outlier_threshold=None).fit(X, np.array([0, -1]))
+    assert model.n_iter_ >= 1 and model.view_count_[1] >= 2
+    assert model.transduction_.tolist() == [0, 0]
