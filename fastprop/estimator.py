@@ -86,12 +86,6 @@ class FastProp:
         costs accuracy everywhere we measured: Banking77 (30 classes)
         +3 points at 0% and +0.5 at 50% outliers, MNIST +2 at 50%, the
         synthetic mixture +3 at 0% (bench/RESULTS.md).
-    global_view : bool, default=True
-        Count the whole graph as one more patch (ours): its prediction is
-        every unlabeled vertex's first view, so that one patch view then
-        gives a multi-view confidence. ``False`` is the paper's scheduler.
-        Measured on Banking77: accuracy +0.6/+3.0/+2.3 points at 0/30/50%
-        outliers.
     confnet_features : {"structure", "embedding"}, default="structure"
         ConfNet's input before its SGC smoothing. ``"embedding"`` is the
         paper's (the embeddings); ``"structure"`` (ours) describes each
@@ -139,9 +133,7 @@ class FastProp:
     multiview_confidence_, confnet_confidence_ : ndarray of shape (n_samples,)
         The two stages (ConfNet's is NaN when it could not be trained).
     view_count_ : ndarray of shape (n_samples,)
-        How many views each unlabeled sample had: the processed patches that
-        covered it, plus one for the whole-graph view when ``global_view``
-        (0 for seeds).
+        How many processed patches covered each sample (0 for seeds).
     outlier_threshold_ : float
         The o_tau used (0.0 when ``outlier_threshold=None``).
     n_iter_ : int
@@ -184,7 +176,6 @@ class FastProp:
         confnet_l2=1e-3,
         eta=0.05,
         predictor_training="graph",
-        global_view=True,
         confnet_features="structure",
         confidence="both",
         outlier_threshold="auto",
@@ -205,7 +196,6 @@ class FastProp:
         self.confnet_l2 = confnet_l2
         self.eta = eta
         self.predictor_training = predictor_training
-        self.global_view = global_view
         self.confnet_features = confnet_features
         self.confidence = confidence
         self.outlier_threshold = outlier_threshold
@@ -227,8 +217,6 @@ class FastProp:
         check_real("confnet_l2", self.confnet_l2, low=0)
         check_real("eta", self.eta, low=0, high=0.5, low_inclusive=False)
         check_choice("confidence", self.confidence, CONFIDENCE_SOURCES)
-        if not isinstance(self.global_view, (bool, np.bool_)):
-            raise ValueError(f"global_view must be True or False, got {self.global_view!r}.")
         check_choice("predictor_training", self.predictor_training, ("graph", "patches"))
         check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
         check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
@@ -345,13 +333,8 @@ class FastProp:
         override = None
         if self.confidence == "random":
             override = context.rng.random(context.unit.shape[0]).__getitem__
-        initial_view = None
-        if self.global_view:
-            smoothed = smooth_rows(context.adjacency, logits, slice(None), int(self.predictor_depth))
-            initial_view = softmax_proba(smoothed, np.eye(logits.shape[1]), intercept)
         state = propagate(
             context.workspace, logits, intercept, context.seed_class, context.tie_rank,
-            initial_view=initial_view,
             confident_threshold=float(self.confident_threshold),
             single_view_confidence=float(self.single_view_confidence),
             confidence_override=override,

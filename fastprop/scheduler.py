@@ -193,7 +193,7 @@ class PropagationState:
 
 
 def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_threshold,
-              single_view_confidence, initial_view=None, confidence_override=None, progress=None):
+              single_view_confidence, confidence_override=None, progress=None):
     """Run the path scheduler until no viable start remains.
 
     Parameters
@@ -212,9 +212,6 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         c_tau: a vertex whose confidence passes it joins S and freezes.
     single_view_confidence : float
         The confidence of a vertex seen by one patch (the paper's epsilon).
-    initial_view : ndarray of shape (n, n_classes) or None
-        A first view of every unlabeled vertex (the whole-graph prediction),
-        counted like a patch's.
     confidence_override : callable or None
         For the ``confidence="random"`` ablation: given the vertices just
         updated, returns the confidences the scheduler uses for them.
@@ -234,9 +231,6 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         frozen=labeled.copy(),
     )
     state.probability_sum[np.flatnonzero(labeled), seed_class[labeled]] = 1.0
-    if initial_view is not None:
-        state.probability_sum[~labeled] = initial_view[~labeled]
-        state.view_count[~labeled] = 1
     excluded = np.zeros(n_vertices, dtype=bool)
     newly_confident = np.empty(workspace.buffer_rows, dtype=np.int64)
     queue = StartQueue(tie_rank)

@@ -49,7 +49,6 @@ def test_invariants(fitted):
     assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
     assert np.all(np.isfinite(model.multiview_confidence_))
     assert model.view_count_.shape == (n,) and model.view_count_[seeds].sum() == 0
-    assert np.all(model.view_count_[~seeds] >= 1)  # the whole-graph view
     assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold"}
 
 
@@ -113,12 +112,11 @@ def test_fixed_and_disabled_threshold():
 
 
 @pytest.mark.parametrize("confidence", ["both", "multiview", "confnet", "random"])
-@pytest.mark.parametrize("confnet_features, global_view, training", [("structure", True, "graph"),
-                                                                    ("embedding", False, "patches")])
-def test_ablation_switches_run(confidence, confnet_features, global_view, training):
+@pytest.mark.parametrize("confnet_features, training", [("structure", "graph"), ("embedding", "patches")])
+def test_ablation_switches_run(confidence, confnet_features, training):
     X, y, _ = two_clusters_and_outliers(seed=5)
     model = FastProp(n_neighbors=8, random_state=0, confidence=confidence, confnet_features=confnet_features,
-                     global_view=global_view, predictor_training=training, predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
+                     predictor_training=training, predictor_depth=1, eta=0.1, max_patch_size=50).fit(X, y)
     assert_allclose(model.label_distributions_.sum(axis=1), 1.0)
     if confidence == "multiview":
         assert np.all(np.isnan(model.confnet_confidence_))
@@ -150,10 +148,9 @@ def test_isolated_vertices_and_components():
     graph[5, :] = 0
     graph[:, 5] = 0
     graph = graph.tocsr()
-    for global_view in (True, False):
-        model = FastProp(random_state=0, global_view=global_view).fit(X, y, graph=graph)
-        assert np.all(np.isfinite(model.label_distributions_))
-        assert model.view_count_[5] == int(global_view) and model.multiview_confidence_[5] == 0
+    model = FastProp(random_state=0).fit(X, y, graph=graph)
+    assert np.all(np.isfinite(model.label_distributions_))
+    assert model.view_count_[5] == 0 and model.multiview_confidence_[5] == 0
     empty = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=sp.csr_matrix((len(X), len(X))))
     assert_allclose(empty.label_distributions_.sum(axis=1), 1.0)
 
@@ -170,7 +167,6 @@ def test_isolated_vertices_and_components():
         ({"outlier_threshold": 2.0}, r"outlier_threshold=2.0 is out of range"),
         ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
         ({"random_state": "x"}, "random_state must be"),
-        ({"global_view": "yes"}, "global_view must be True or False"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
     ],
 )
@@ -231,7 +227,7 @@ def test_graph_training_predictor_matches_an_independent_sgc_fit():
 
     X, y, _ = two_clusters_and_outliers(seed=8)
     graph = build_knn_graph(X, 8)
-    model = FastProp(random_state=0, global_view=True, outlier_threshold=None).fit(X, y, graph=graph)
+    model = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=graph)
     dense = graph.toarray().astype(np.float64) + np.eye(len(X))
     operator = dense / dense.sum(axis=1, keepdims=True)
     unit = X / np.linalg.norm(X, axis=1, keepdims=True)
@@ -241,8 +237,8 @@ def test_graph_training_predictor_matches_an_independent_sgc_fit():
     logits = smoothed @ coef + intercept
     expected = np.exp(logits - logits.max(axis=1, keepdims=True))
     expected /= expected.sum(axis=1, keepdims=True)
-    # vertices no patch reached keep the whole-graph view only
-    only_global = (model.view_count_ == 1) & (y < 0)
+    # vertices no patch reached get the predictor on their whole-graph neighbourhood
+    only_global = (model.view_count_ == 0) & (y < 0)
     assert only_global.sum() == 25  # the far group: no seed, no patch reaches it
     assert_allclose(model.label_distributions_[only_global], expected[only_global], atol=1e-4)
 
@@ -295,5 +291,5 @@ def test_tiny_inputs_with_isolated_last_vertex():
 def test_a_patch_that_is_the_whole_small_graph_is_processed():
     X = np.array([[1.0, 0.1], [0.9, 0.2]])
     model = FastProp(random_state=0, outlier_threshold=None).fit(X, np.array([0, -1]))
-    assert model.n_iter_ >= 1 and model.view_count_[1] >= 2
+    assert model.n_iter_ == 1 and model.view_count_[1] == 1
     assert model.transduction_.tolist() == [0, 0]

@@ -10,15 +10,12 @@ from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, trainin
 from reference import dense_patch_operator, slow_bfs_patch
 
 
-def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, initial_view=None):
+def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps):
     n, n_classes = logits.shape
     labeled = seed_class >= 0
     sums = np.zeros((n, n_classes))
     sums[labeled, seed_class[labeled]] = 1
     counts = np.zeros(n, dtype=int)
-    if initial_view is not None:
-        sums[~labeled] = initial_view[~labeled]
-        counts[~labeled] = 1
     confidence = labeled.astype(float)
     frozen = labeled.copy()
     excluded = np.zeros(n, dtype=bool)
@@ -67,19 +64,15 @@ def small_problem(seed, n=120, n_classes=3):
     return graph, seed_class, logits, bias, rng.permutation(n)
 
 
-@pytest.mark.parametrize("with_initial_view", [False, True])
 @pytest.mark.parametrize("min_gain, max_size, hops, depth", [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
-def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, with_initial_view):
+def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth):
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
-    initial_view = None
-    if with_initial_view:
-        initial_view = np.random.default_rng(1).dirichlet(np.ones(logits.shape[1]), size=logits.shape[0])
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
     workspace = PatchWorkspace(graph, settings, logits.shape[1])
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
-                      single_view_confidence=1e-3, initial_view=initial_view)
+                      single_view_confidence=1e-3)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
-        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, initial_view
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3
     )
     assert state.n_patches == n_patches > 0
     assert_array_equal(state.view_count, counts)
