@@ -148,6 +148,20 @@ class FastProp:
     timings_ : dict
         Seconds spent in each phase.
 
+    Notes
+    -----
+    ConfNet refines the end result only; it does not steer the loop. The
+    local predictor reads features, never other vertices' labels or
+    confidences, so excluding low-confidence vertices from later patches
+    would change which patches are drawn (and so the view counts), but no
+    prediction made on a patch. The paper's "both components drive the
+    propagation" is kept through the multi-view confidence, which does steer:
+    it decides the expected gain of a patch, the confident set and the order
+    of starts.
+
+    Memory is about the graph (``~1.5 * n_neighbors`` edges per sample) plus
+    the embeddings plus a few (n_samples, n_classes) float64 arrays.
+
     Examples
     --------
     >>> import numpy as np
