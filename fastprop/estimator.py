@@ -58,6 +58,13 @@ class FastProp:
         passes this (the paper's Delta c_tau).
     max_patch_size : int, default=3000
         A patch that reaches this many vertices first is not viable (s).
+    process_capped_patches : bool, default=False
+        What to do with a patch that reaches ``max_patch_size`` before its
+        gain passes ``min_gain``. False: it is not viable and is skipped (the
+        paper's Sec. 3.2). True: it is processed anyway, as the patch
+        extraction algorithm of the paper's supplement returns it; this is
+        what makes ``max_patch_size <= min_gain`` meaningful (the supplement's
+        s = 100 and 500 rows). At the defaults the two agree on Banking77.
     exclusion_hops : int, default=1
         After a vertex has started a patch, vertices within this many hops
         never start one (m).
@@ -181,6 +188,7 @@ class FastProp:
         n_neighbors=30,
         min_gain=500.0,
         max_patch_size=3000,
+        process_capped_patches=False,
         exclusion_hops=1,
         confident_threshold=0.9,
         single_view_confidence=1e-3,
@@ -201,6 +209,7 @@ class FastProp:
         self.n_neighbors = n_neighbors
         self.min_gain = min_gain
         self.max_patch_size = max_patch_size
+        self.process_capped_patches = process_capped_patches
         self.exclusion_hops = exclusion_hops
         self.confident_threshold = confident_threshold
         self.single_view_confidence = single_view_confidence
@@ -223,6 +232,10 @@ class FastProp:
         check_real("min_gain", self.min_gain, low=0, low_inclusive=False)
         check_integer("max_patch_size", self.max_patch_size, low=2)
         check_integer("exclusion_hops", self.exclusion_hops, low=0)
+        if not isinstance(self.process_capped_patches, (bool, np.bool_)):
+            raise ValueError(
+                f"process_capped_patches must be True or False, got {self.process_capped_patches!r}."
+            )
         check_real("confident_threshold", self.confident_threshold, low=0, high=1, low_inclusive=False)
         check_real("single_view_confidence", self.single_view_confidence, low=0, high=1)
         check_integer("predictor_depth", self.predictor_depth, low=0, high=10)
@@ -350,6 +363,7 @@ class FastProp:
             context.workspace, logits, intercept, context.seed_class, context.tie_rank,
             confident_threshold=float(self.confident_threshold),
             single_view_confidence=float(self.single_view_confidence),
+            process_capped_patches=self.process_capped_patches,
             confidence_override=override,
             progress=self._propagation_progress if self.verbose or self.progress else None,
         )

@@ -193,7 +193,7 @@ class PropagationState:
 
 
 def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_threshold,
-              single_view_confidence, confidence_override=None, progress=None):
+              single_view_confidence, process_capped_patches=False, confidence_override=None, progress=None):
     """Run the path scheduler until no viable start remains.
 
     Parameters
@@ -212,6 +212,9 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         c_tau: a vertex whose confidence passes it joins S and freezes.
     single_view_confidence : float
         The confidence of a vertex seen by one patch (the paper's epsilon).
+    process_capped_patches : bool
+        Also process a patch that reached ``max_patch_size`` before its gain
+        passed ``min_gain`` (otherwise it is not viable and skipped).
     confidence_override : callable or None
         For the ``confidence="random"`` ablation: given the vertices just
         updated, returns the confidences the scheduler uses for them.
@@ -243,7 +246,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         state.n_starts += 1
         workspace.exclude(start, excluded)
         size, outcome, gain = workspace.grow(start, state.confidence)
-        if outcome == PATCH_TOO_LARGE or gain <= 0.0:
+        if (outcome == PATCH_TOO_LARGE and not process_capped_patches) or gain <= 0.0:
             continue
         n_new = accumulate_views(
             workspace.patch, size, workspace.smooth(size, logits, state.frozen), bias, state.frozen, state.probability_sum,

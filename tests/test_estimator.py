@@ -168,6 +168,7 @@ def test_isolated_vertices_and_components():
         ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
         ({"random_state": "x"}, "random_state must be"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
+        ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
     ],
 )
 def test_bad_parameters(params, message):
@@ -293,3 +294,12 @@ def test_a_patch_that_is_the_whole_small_graph_is_processed():
     model = FastProp(random_state=0, outlier_threshold=None).fit(X, np.array([0, -1]))
     assert model.n_iter_ == 1 and model.view_count_[1] == 1
     assert model.transduction_.tolist() == [0, 0]
+
+
+def test_capped_patches_are_processed_only_when_asked():
+    X, y, _ = two_clusters_and_outliers(seed=10)
+    skipped = FastProp(n_neighbors=8, random_state=0, max_patch_size=10, min_gain=50.0).fit(X, y)
+    processed = FastProp(n_neighbors=8, random_state=0, max_patch_size=10, min_gain=50.0,
+                         process_capped_patches=True).fit(X, y)
+    assert skipped.n_iter_ == 0 and np.all(skipped.view_count_ == 0)
+    assert processed.n_iter_ == 2 and processed.view_count_.max() == 1  # one patch per seed

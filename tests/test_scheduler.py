@@ -10,7 +10,7 @@ from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, trainin
 from reference import dense_patch_operator, slow_bfs_patch
 
 
-def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps):
+def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False):
     n, n_classes = logits.shape
     labeled = seed_class >= 0
     sums = np.zeros((n, n_classes))
@@ -31,7 +31,7 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
         reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops)[start]
         excluded |= reach > 0
         patch, outcome, gain = slow_bfs_patch(dense, start, confidence, settings.min_gain, settings.max_patch_size)
-        if outcome == "too large" or gain <= 0:
+        if (outcome == "too large" and not process_capped) or gain <= 0:
             continue
         operator = dense_patch_operator(dense, patch)
         scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
@@ -64,15 +64,16 @@ def small_problem(seed, n=120, n_classes=3):
     return graph, seed_class, logits, bias, rng.permutation(n)
 
 
+@pytest.mark.parametrize("process_capped", [False, True])
 @pytest.mark.parametrize("min_gain, max_size, hops, depth", [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
-def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth):
+def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped):
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
     workspace = PatchWorkspace(graph, settings, logits.shape[1])
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
-                      single_view_confidence=1e-3)
+                      single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
-        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped
     )
     assert state.n_patches == n_patches > 0
     assert_array_equal(state.view_count, counts)
