@@ -149,8 +149,9 @@ def check_graph(graph, n_samples=None, *, name="graph"):
     Returns
     -------
     scipy.sparse.csr_matrix
-        A CSR copy with float32 weights, sorted indices, no explicit zeros and
-        no self loops (the predictors add their own).
+        CSR with float32 weights, sorted indices, no explicit zeros and no
+        self loops (the predictors add their own): ``graph`` itself when it
+        already is all that, else a copy. The input is never modified.
     """
     if not sp.issparse(graph):
         dense = np.asarray(graph)
@@ -168,9 +169,12 @@ def check_graph(graph, n_samples=None, *, name="graph"):
             f"{name} has shape {graph.shape} but X has {n_samples} samples; build the graph "
             f"from the same X (fastprop.build_knn_graph(X)) or pass the matching X."
         )
-    csr = sp.csr_matrix(graph, dtype=np.float32, copy=True)
-    if not np.issubdtype(graph.dtype, np.number) or np.iscomplexobj(graph.data):
+    if not np.issubdtype(graph.dtype, np.number) or np.issubdtype(graph.dtype, np.complexfloating):
         raise ValueError(f"{name} must hold real weights, got dtype {graph.dtype}.")
+    # A canonical float32 CSR (what build_knn_graph returns) is used as it is: a
+    # million-vertex graph is worth not copying. Anything else is copied, never modified.
+    reuse = isinstance(graph, sp.csr_matrix) and graph.dtype == np.float32 and graph.has_canonical_format
+    csr = graph if reuse else sp.csr_matrix(graph, dtype=np.float32, copy=True)
     if not np.isfinite(csr.data).all():
         raise ValueError(f"{name} has NaN or infinite edge weights; all weights must be finite.")
     if (csr.data < 0).any():
@@ -179,10 +183,12 @@ def check_graph(graph, n_samples=None, *, name="graph"):
             f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
             "(clip cosine similarities at 0, as build_knn_graph does)."
         )
-    csr.sum_duplicates()
-    if csr.diagonal().any():
+    if csr.diagonal().any() or not csr.data.all():
+        if csr is graph:
+            csr = graph.copy()
         csr.setdiag(0)
-    csr.eliminate_zeros()
+        csr.eliminate_zeros()
+    csr.sum_duplicates()
     csr.sort_indices()
     return csr
 

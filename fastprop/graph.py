@@ -73,8 +73,8 @@ def _hnsw_search(unit, n_neighbors, *, M, ef_construction, ef, seed, n_jobs):
                     "method='exact'."
                 ) from None
             search_ef = min(2 * search_ef, _MAX_EF)
-    labels = labels.astype(np.int64)
-    similarities = (1.0 - distances).astype(np.float32)
+    labels = labels.view(np.int64)  # ids < n_samples: the same bits, no copy
+    similarities = np.subtract(np.float32(1.0), distances, out=distances)
     return _drop_self(labels, similarities, n_neighbors)
 
 
@@ -195,12 +195,10 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
     n_samples = indices.shape[0] if n_samples is None else n_samples
     if indices.size and indices.max() >= n_samples:
         raise ValueError(f"indices must be smaller than n_samples={n_samples}, got {indices.max()}.")
-    indptr, columns, weights = knn_to_symmetric_csr(indices, similarities)
-    index_dtype = np.int32 if columns.size < 2**31 and n_samples < 2**31 else np.int64
-    graph = sp.csr_matrix(
-        (weights, columns.astype(index_dtype), indptr.astype(index_dtype)),
-        shape=(n_samples, n_samples),
-    )
+    # int32 indices whenever they fit (as scipy would choose), allocated so by the kernel
+    index_dtype = np.int32 if 2 * indices.size < 2**31 and n_samples < 2**31 else np.int64
+    indptr, columns, weights = knn_to_symmetric_csr(indices, similarities, index_dtype)
+    graph = sp.csr_matrix((weights, columns, indptr), shape=(n_samples, n_samples))
     graph.has_sorted_indices = True
     return graph
 

@@ -105,3 +105,13 @@ def test_validation_checks():
         check_validation(None, 4, labeled, classes)
     indices, encoded = check_validation(([1, 2, 3], [7, -1, 3]), 4, labeled, classes)
     assert indices.tolist() == [1, 2, 3] and encoded.tolist() == [1, -1, 0]
+
+
+def test_check_graph_reuses_a_canonical_graph_and_never_modifies_input():
+    canonical = sp.csr_matrix(np.array([[0, 1.0], [1.0, 0]], dtype=np.float32))
+    assert check_graph(canonical) is canonical
+    with_loop = sp.csr_matrix(np.array([[2.0, 1.0], [1.0, 0]], dtype=np.float32))
+    cleaned = check_graph(with_loop)
+    assert cleaned is not with_loop and cleaned[0, 0] == 0 and with_loop[0, 0] == 2.0
+    with pytest.raises(ValueError, match="must hold real weights"):
+        check_graph(sp.csr_matrix(np.array([[0, 1j], [1j, 0]])))

@@ -82,7 +82,7 @@ def _compact(starts, unique_counts, columns, weights, indptr, out_columns, out_w
         out_weights[indptr[i] : indptr[i + 1]] = weights[starts[i] : starts[i] + unique_counts[i]]
 
 
-def knn_to_symmetric_csr(neighbors, similarities):
+def knn_to_symmetric_csr(neighbors, similarities, index_dtype=np.int64):
     """Symmetrise directed kNN lists into CSR arrays.
 
     Parameters
@@ -91,10 +91,13 @@ def knn_to_symmetric_csr(neighbors, similarities):
         Neighbour indices; negative entries are ignored.
     similarities : ndarray of shape (n, k), float32
         Edge weights; entries <= 0 are ignored (no explicit zeros are stored).
+    index_dtype : numpy integer type, default=int64
+        Type of the returned ``indptr`` and ``indices`` (int32 halves their
+        memory when ``2 * n * k < 2**31``).
 
     Returns
     -------
-    indptr, indices : ndarray of int64
+    indptr, indices : ndarray of ``index_dtype``
     data : ndarray of float32
         The union of both directions, the larger weight kept where both exist,
         columns sorted within each row, no self loops.
@@ -104,14 +107,14 @@ def knn_to_symmetric_csr(neighbors, similarities):
     _count_both_directions(neighbors, similarities, counts)
     starts = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
-    columns = np.empty(starts[-1], dtype=np.int64)
+    columns = np.empty(starts[-1], dtype=index_dtype)
     weights = np.empty(starts[-1], dtype=np.float32)
     _scatter_both_directions(neighbors, similarities, starts[:-1].copy(), columns, weights)
     unique_counts = np.empty(n_rows, dtype=np.int64)
     _sort_and_merge_rows(starts, columns, weights, unique_counts)
-    indptr = np.empty(n_rows + 1, dtype=np.int64)
+    indptr = np.empty(n_rows + 1, dtype=index_dtype)
     n_edges = int(unique_counts.sum())
-    out_columns = np.empty(n_edges, dtype=np.int64)
+    out_columns = np.empty(n_edges, dtype=index_dtype)
     out_weights = np.empty(n_edges, dtype=np.float32)
     _compact(starts, unique_counts, columns, weights, indptr, out_columns, out_weights)
     return indptr, out_columns, out_weights
