@@ -8,6 +8,7 @@ confident are negatives (likely outliers).
 import numpy as np
 import scipy.sparse as sp
 
+from ._kernels.csr import scale_rows
 from .linear import fit_logistic_regression, sigmoid_proba
 
 
@@ -19,7 +20,8 @@ def normalised_adjacency(graph):
     """
     with_loops = (graph + sp.identity(graph.shape[0], dtype=np.float32, format="csr")).tocsr()
     degree = np.asarray(with_loops.sum(axis=1), dtype=np.float64).ravel()
-    return sp.diags((1.0 / degree).astype(np.float32)).dot(with_loops).astype(np.float32).tocsr()
+    scale_rows(with_loops.indptr, with_loops.data, (1.0 / degree).astype(np.float32))
+    return with_loops
 
 
 def smooth_rows(adjacency, values, rows, depth):

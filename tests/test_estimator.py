@@ -303,3 +303,18 @@ def test_capped_patches_are_processed_only_when_asked():
                          process_capped_patches=True).fit(X, y)
     assert skipped.n_iter_ == 0 and np.all(skipped.view_count_ == 0)
     assert processed.n_iter_ == 2 and processed.view_count_.max() == 1  # one patch per seed
+
+
+def test_normalised_adjacency_matches_dense_formula():
+    import scipy.sparse as sp
+
+    from fastprop.confnet import normalised_adjacency
+
+    dense = np.random.default_rng(11).uniform(size=(6, 6)).astype(np.float32)
+    dense = np.triu(dense, 1)
+    dense = dense + dense.T
+    dense[dense < 0.4] = 0
+    operator = normalised_adjacency(sp.csr_matrix(dense))
+    expected = (dense + np.eye(6)) / (dense + np.eye(6)).sum(axis=1, keepdims=True)
+    assert operator.dtype == np.float32
+    assert_allclose(operator.toarray(), expected, rtol=1e-6)

@@ -118,3 +118,11 @@ def knn_to_symmetric_csr(neighbors, similarities, index_dtype=np.int64):
     out_weights = np.empty(n_edges, dtype=np.float32)
     _compact(starts, unique_counts, columns, weights, indptr, out_columns, out_weights)
     return indptr, out_columns, out_weights
+
+
+@numba.njit(**JIT_OPTIONS)
+def scale_rows(indptr, data, factors):
+    """Multiply row ``i`` of a CSR matrix by ``factors[i]``, in place."""
+    for row in range(indptr.shape[0] - 1):
+        for entry in range(indptr[row], indptr[row + 1]):
+            data[entry] *= factors[row]
