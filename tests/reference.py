@@ -38,3 +38,18 @@ def dense_patch_operator(dense, patch):
     """``D~^-1 (A_P + I)`` of a patch by dense slicing."""
     block = dense[np.ix_(patch, patch)].astype(np.float64) + np.eye(len(patch))
     return block / block.sum(axis=1, keepdims=True)
+
+
+def slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, threshold):
+    """The multi-view update of one patch, in place; returns the vertices that joined S."""
+    joined = []
+    for row, vertex in enumerate(patch):
+        if frozen[vertex]:
+            continue
+        sums[vertex] += predictions[row]
+        counts[vertex] += 1
+        confidence[vertex] = sums[vertex].max() / counts[vertex] if counts[vertex] > 1 else eps
+        if confidence[vertex] > threshold:
+            frozen[vertex] = True
+            joined.append(int(vertex))
+    return joined

@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop.graph import build_knn_graph
 from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, training_features
-from reference import dense_patch_operator, slow_bfs_patch
+from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 
 
 def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False):
@@ -37,15 +37,8 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
         scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
         predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
         predictions /= predictions.sum(axis=1, keepdims=True)
-        for row, vertex in enumerate(patch):
-            if frozen[vertex]:
-                continue
-            sums[vertex] += predictions[row]
-            counts[vertex] += 1
-            confidence[vertex] = sums[vertex].max() / counts[vertex] if counts[vertex] > 1 else eps
-            if confidence[vertex] > c_tau:
-                frozen[vertex] = True
-                candidates[vertex] = confidence[vertex]
+        for vertex in slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, c_tau):
+            candidates[vertex] = confidence[vertex]
         n_patches += 1
     return sums, counts, confidence, frozen, n_patches
 
