@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels.patches import PATCH_TOO_LARGE, extract_patch, induced_subgraph, patch_sgc
-from ._kernels.views import accumulate_views, exclude_neighbourhood
+from ._kernels.batch import process_patch_batch
+from ._kernels.patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch, smooth_patch_batch
+from ._kernels.views import exclude_neighbourhood
 
 
 @dataclass(frozen=True)
@@ -36,62 +37,108 @@ class PatchSettings:
 
 
 class PatchWorkspace:
-    """Reusable buffers for growing patches on one graph.
+    """Reusable buffers for growing patches on one graph, ``n_slots`` patches at a time.
 
     The stamp arrays make each patch and each exclusion O(size of what they
-    touch); buffers are allocated once per fit, never per patch.
+    touch); buffers are allocated once per fit, never per patch. Patches of
+    one batch are grown one after the other (each in its own slot) and must
+    not overlap; they are then smoothed in parallel.
     """
 
-    def __init__(self, graph, settings, n_columns):
+    def __init__(self, graph, settings, n_columns, n_slots=1):
         """Allocate for ``graph``; smoothed signals may have up to ``n_columns`` columns."""
         n_vertices = graph.shape[0]
         self.indptr = graph.indptr
         self.indices = graph.indices
         self.data = graph.data
         self.settings = settings
+        self.n_slots = n_slots
         degrees = np.diff(graph.indptr)
         # A patch never holds more than n_vertices, whatever max_patch_size says.
         self.buffer_rows = min(settings.max_patch_size, n_vertices)
         largest = np.sort(degrees)[::-1][: self.buffer_rows]
         capacity = int(largest.sum()) + self.buffer_rows + 1
-        self.patch = np.empty(self.buffer_rows, dtype=np.int64)
+        self.patches = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
+        self.sizes = np.zeros(n_slots, dtype=np.int64)
+        self.stamp_values = np.zeros(n_slots, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
-        self.local_indptr = np.empty(self.buffer_rows + 1, dtype=np.int64)
-        self.local_indices = np.empty(capacity, dtype=np.int64)
-        self.local_weights = np.empty(capacity, dtype=np.float64)
-        self._first = np.empty(self.buffer_rows * n_columns, dtype=np.float64)
+        self.local_indptr = np.empty((n_slots, self.buffer_rows + 1), dtype=np.int64)
+        self.local_indices = np.empty((n_slots, capacity), dtype=np.int64)
+        self.local_weights = np.empty((n_slots, capacity), dtype=np.float64)
+        self._first = np.empty(self.buffer_rows * max(n_columns, 1) * n_slots, dtype=np.float64)
         self._second = np.empty_like(self._first)
+        self.newly_confident = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
+        self.n_newly_confident = np.zeros(n_slots, dtype=np.int64)
         self.exclusion_stamp = np.zeros(n_vertices, dtype=np.int64)
         self.exclusion_queue = np.empty(n_vertices, dtype=np.int64)
         self.exclusion_depth = np.empty(n_vertices, dtype=np.int64)
         self._patches = 0
         self._exclusions = 0
+        self._batch_start = 0
 
-    def grow(self, start, confidence):
-        """Grow a patch from ``start``; returns ``(size, outcome, gain)``."""
+    @property
+    def patch(self):
+        """Slot 0's patch buffer (the one :meth:`grow` uses by default)."""
+        return self.patches[0]
+
+    def start_batch(self):
+        """Begin a batch: patches grown from now on must not overlap each other."""
+        self._batch_start = self._patches + 1
+
+    def grow(self, start, confidence, slot=0, in_batch=False):
+        """Grow a patch from ``start`` into ``slot``; returns ``(size, outcome, gain)``.
+
+        With ``in_batch``, ``outcome`` is ``PATCH_OVERLAP`` when the patch
+        would share a vertex with one grown since :meth:`start_batch`.
+        """
         self._patches += 1
-        return extract_patch(
+        size, outcome, gain = extract_patch(
             start, self.indptr, self.indices, confidence, self.settings.min_gain,
-            self.settings.max_patch_size, self.stamp, self._patches, self.local_index, self.patch,
+            self.settings.max_patch_size, self.stamp, self._patches, self.local_index, self.patches[slot],
+            self._batch_start if in_batch else self._patches,
         )
+        self.sizes[slot] = size
+        self.stamp_values[slot] = self._patches
+        return size, outcome, gain
+
+    def release(self, slot):
+        """Give back the vertices of the patch in ``slot`` (it will not be processed)."""
+        self.stamp[self.patches[slot, : self.sizes[slot]]] = 0
+
+    def _buffers(self, n_slots, n_columns):
+        shape = (n_slots, self.buffer_rows, n_columns)
+        count = shape[0] * shape[1] * shape[2]
+        return self._first[:count].reshape(shape), self._second[:count].reshape(shape)
 
     def smooth(self, size, values, frozen):
-        """``(D~^-1 A~)^depth values[patch]`` on the patch just grown, shape (size, c).
+        """``(D~^-1 A~)^depth values[patch]`` on slot 0's patch, shape (size, c).
 
         Rows of ``frozen`` vertices are not computed (undefined).
         """
-        induced_subgraph(
-            self.patch, size, self.indptr, self.indices, self.data, self.stamp, self._patches,
-            self.local_index, self.local_indptr, self.local_indices, self.local_weights,
-        )
-        shape = (self.buffer_rows, values.shape[1])
-        first = self._first[: shape[0] * shape[1]].reshape(shape)
-        second = self._second[: shape[0] * shape[1]].reshape(shape)
-        return patch_sgc(
-            self.patch, size, self.local_indptr, self.local_indices, self.local_weights,
+        first, second = self._buffers(1, values.shape[1])
+        smooth_patch_batch(
+            1, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
+            self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
             values, self.settings.depth, first, second, frozen,
-        )[:size]
+        )
+        return (first if self.settings.depth % 2 == 0 else second)[0][:size]
+
+    def process_batch(self, n_patches, logits, bias, state, single_view_confidence, confident_threshold):
+        """Smooth the patches in slots ``0..n_patches-1`` and update their views, in parallel.
+
+        Returns ``(newly_confident, n_newly_confident)``: per slot, the
+        vertices that joined the confident set.
+        """
+        first, second = self._buffers(n_patches, logits.shape[1])
+        process_patch_batch(
+            n_patches, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
+            self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
+            logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
+            state.view_count, state.confidence, single_view_confidence, confident_threshold,
+            self.newly_confident, self.n_newly_confident,
+        )
+        return self.newly_confident, self.n_newly_confident
 
     def exclude(self, start, excluded):
         """Exclude ``start`` and its ``exclusion_hops``-hop neighbours from being starts."""
@@ -235,33 +282,70 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     )
     state.probability_sum[np.flatnonzero(labeled), seed_class[labeled]] = 1.0
     excluded = np.zeros(n_vertices, dtype=bool)
-    newly_confident = np.empty(workspace.buffer_rows, dtype=np.int64)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), state.confidence)
     n_confident = int(labeled.sum())
-    while True:
-        start = queue.pop(excluded)
-        if start < 0:
-            break
-        state.n_starts += 1
-        workspace.exclude(start, excluded)
-        size, outcome, gain = workspace.grow(start, state.confidence)
-        if (outcome == PATCH_TOO_LARGE and not process_capped_patches) or gain <= 0.0:
+    exhausted = False
+    while not exhausted:
+        n_batch, exhausted = _fill_batch(workspace, queue, excluded, state, process_capped_patches)
+        if n_batch == 0:
             continue
-        n_new = accumulate_views(
-            workspace.patch, size, workspace.smooth(size, logits, state.frozen), bias, state.frozen, state.probability_sum,
-            state.view_count, state.confidence, single_view_confidence, confident_threshold,
-            newly_confident,
+        newly_confident, n_newly_confident = workspace.process_batch(
+            n_batch, logits, bias, state, single_view_confidence, confident_threshold
         )
-        if confidence_override is not None:
-            n_new = _override(workspace.patch[:size], state, confidence_override, confident_threshold,
-                              newly_confident, n_new)
-        state.n_patches += 1
-        queue.push(newly_confident[:n_new], state.confidence)
-        n_confident += n_new
+        for slot in range(n_batch):
+            n_new = n_newly_confident[slot]
+            if confidence_override is not None:
+                members = workspace.patches[slot, : workspace.sizes[slot]]
+                n_new = _override(members, state, confidence_override, confident_threshold,
+                                  newly_confident[slot], n_new)
+            state.n_patches += 1
+            queue.push(newly_confident[slot, :n_new], state.confidence)
+            n_confident += n_new
         if progress is not None:
             progress(n_confident, n_vertices)
     return state
+
+
+def _fill_batch(workspace, queue, excluded, state, process_capped_patches):
+    """Take starts in queue order and grow their patches until the batch is full.
+
+    A start whose patch would overlap one already in the batch is set aside
+    and tried again, with fresh confidences, in the next batch; at most
+    ``4 * n_slots`` starts are looked at per batch. Patches that are not
+    viable release their vertices.
+
+    Returns
+    -------
+    n_batch : int
+        Viable patches grown, in slots ``0..n_batch-1``.
+    exhausted : bool
+        The queue ran out of starts.
+    """
+    workspace.start_batch()
+    n_batch = 0
+    deferred = []
+    exhausted = False
+    for _ in range(4 * workspace.n_slots):
+        if n_batch == workspace.n_slots:
+            break
+        start = queue.pop(excluded)
+        if start < 0:
+            exhausted = not deferred
+            break
+        size, outcome, gain = workspace.grow(start, state.confidence, slot=n_batch, in_batch=True)
+        if outcome == PATCH_OVERLAP:
+            workspace.release(n_batch)
+            deferred.append(start)
+            continue
+        state.n_starts += 1
+        workspace.exclude(start, excluded)
+        if (outcome == PATCH_TOO_LARGE and not process_capped_patches) or gain <= 0.0:
+            workspace.release(n_batch)
+            continue
+        n_batch += 1
+    queue.push(deferred, state.confidence)
+    return n_batch, exhausted
 
 
 def _override(members, state, confidence_override, confident_threshold, newly_confident, n_new):

@@ -7,6 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop._kernels.patches import (
     PATCH_COMPONENT_EXHAUSTED,
+    PATCH_OVERLAP,
     PATCH_TOO_LARGE,
     PATCH_VIABLE,
     extract_patch,
@@ -31,13 +32,15 @@ def random_graph(n, seed, density=0.08, index_dtype=np.int32):
     return graph.astype(np.float32)
 
 
-def grow(graph, start, confidence, min_gain, max_size, stamp_value=1, stamp=None):
+def grow(graph, start, confidence, min_gain, max_size, stamp_value=1, stamp=None, taken_from=None):
+    taken_from = stamp_value if taken_from is None else taken_from
     n = graph.shape[0]
     stamp = np.zeros(n, dtype=np.int64) if stamp is None else stamp
     local_index = np.full(n, -1, dtype=np.int64)
     patch = np.empty(max_size, dtype=np.int64)
     size, outcome, gain = extract_patch(
-        start, graph.indptr, graph.indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch
+        start, graph.indptr, graph.indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch,
+        taken_from,
     )
     return patch[:size].copy(), outcome, gain, stamp, local_index
 
@@ -64,6 +67,19 @@ def test_extract_patch_stamps_are_reused_without_reset():
     first, *_ = grow(graph, 0, confidence, 1e9, 20, stamp_value=1, stamp=stamp)
     second, *_ = grow(graph, 0, confidence, 1e9, 20, stamp_value=2, stamp=stamp)
     assert first.tolist() == second.tolist()
+
+
+def test_extract_patch_stops_at_a_vertex_of_another_patch_of_the_batch():
+    graph = random_graph(60, seed=3)
+    confidence = np.zeros(60)
+    stamp = np.zeros(60, dtype=np.int64)
+    first, *_ = grow(graph, 0, confidence, 1e9, 10, stamp_value=5, stamp=stamp)
+    # stamp 6 in a batch that began at 5: meeting a vertex of the first patch is an overlap
+    second, outcome, *_ = grow(graph, int(first[-1]), confidence, 1e9, 10, stamp_value=6, stamp=stamp, taken_from=5)
+    assert outcome == PATCH_OVERLAP
+    # the same start outside the batch (taken_from = its own stamp) grows over it
+    third, outcome, *_ = grow(graph, int(first[-1]), confidence, 1e9, 10, stamp_value=7, stamp=stamp)
+    assert outcome != PATCH_OVERLAP and np.intersect1d(third, first).size > 0
 
 
 def test_isolated_start_exhausts_its_component():

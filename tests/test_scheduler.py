@@ -10,7 +10,9 @@ from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, trainin
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 
 
-def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False):
+def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False,
+                   batch_size=1):
+    """The scheduler, written plainly: batches of non-overlapping patches, then their updates in order."""
     n, n_classes = logits.shape
     labeled = seed_class >= 0
     sums = np.zeros((n, n_classes))
@@ -21,25 +23,36 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
     excluded = np.zeros(n, dtype=bool)
     # candidates in S, each with the confidence it had when it joined
     candidates = {int(v): 1.0 for v in np.flatnonzero(labeled)}
+    reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops) > 0
     n_patches = 0
     while True:
-        usable = [v for v in candidates if not excluded[v]]
-        if not usable:
+        batch, taken, deferred = [], set(), set()
+        for _ in range(4 * batch_size):
+            usable = [v for v in candidates if not excluded[v] and v not in deferred]
+            if len(batch) == batch_size or not usable:
+                break
+            start = min(usable, key=lambda v: (-candidates[v], tie_rank[v]))
+            patch, outcome, gain = slow_bfs_patch(dense, start, confidence, settings.min_gain,
+                                                  settings.max_patch_size)
+            if taken.intersection(patch):
+                deferred.add(start)  # stays a candidate, tried again in the next batch
+                continue
+            del candidates[start]
+            excluded |= reach[start]
+            if (outcome == "too large" and not process_capped) or gain <= 0:
+                continue
+            batch.append(patch)
+            taken.update(patch)
+        if not batch and not deferred:
             break
-        start = min(usable, key=lambda v: (-candidates[v], tie_rank[v]))
-        del candidates[start]
-        reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops)[start]
-        excluded |= reach > 0
-        patch, outcome, gain = slow_bfs_patch(dense, start, confidence, settings.min_gain, settings.max_patch_size)
-        if (outcome == "too large" and not process_capped) or gain <= 0:
-            continue
-        operator = dense_patch_operator(dense, patch)
-        scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
-        predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
-        predictions /= predictions.sum(axis=1, keepdims=True)
-        for vertex in slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, c_tau):
-            candidates[vertex] = confidence[vertex]
-        n_patches += 1
+        for patch in batch:
+            operator = dense_patch_operator(dense, patch)
+            scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
+            predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
+            predictions /= predictions.sum(axis=1, keepdims=True)
+            for vertex in slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, c_tau):
+                candidates[vertex] = confidence[vertex]
+            n_patches += 1
     return sums, counts, confidence, frozen, n_patches
 
 
@@ -57,16 +70,16 @@ def small_problem(seed, n=120, n_classes=3):
     return graph, seed_class, logits, bias, rng.permutation(n)
 
 
-@pytest.mark.parametrize("process_capped", [False, True])
+@pytest.mark.parametrize("process_capped, batch_size", [(False, 1), (True, 1), (False, 4), (True, 3)])
 @pytest.mark.parametrize("min_gain, max_size, hops, depth", [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
-def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped):
+def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped, batch_size):
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
-    workspace = PatchWorkspace(graph, settings, logits.shape[1])
+    workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
-        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped, batch_size
     )
     assert state.n_patches == n_patches > 0
     assert_array_equal(state.view_count, counts)

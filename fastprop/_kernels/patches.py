@@ -9,16 +9,18 @@ and never an O(N) reset: each new patch uses a fresh ``stamp_value``.
 import numba
 import numpy as np
 
-from .._config import JIT_OPTIONS
+from .._config import JIT_OPTIONS, PARALLEL_JIT_OPTIONS
 
 #: ``extract_patch`` outcomes.
 PATCH_VIABLE = 0
 PATCH_TOO_LARGE = 1
 PATCH_COMPONENT_EXHAUSTED = 2
+PATCH_OVERLAP = 3
 
 
 @numba.njit(**JIT_OPTIONS)
-def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch):
+def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp, stamp_value, local_index, patch,
+                  taken_from):
     """Grow a patch by BFS from ``start`` until its expected gain passes ``min_gain``.
 
     Parameters
@@ -39,16 +41,22 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
         This patch's stamp, different from every earlier one.
     patch : ndarray of shape (>= max_size,), int64
         Receives the vertices in BFS order (it doubles as the BFS queue).
+    taken_from : int
+        Vertices stamped with a value in ``[taken_from, stamp_value)`` belong
+        to another patch of the current batch: meeting one stops the growth
+        with ``PATCH_OVERLAP``. ``taken_from = stamp_value`` disables this.
 
     Returns
     -------
     size : int
     outcome : int
-        ``PATCH_VIABLE``, ``PATCH_TOO_LARGE`` or ``PATCH_COMPONENT_EXHAUSTED``
-        (the BFS ran out of vertices first).
+        ``PATCH_VIABLE``, ``PATCH_TOO_LARGE``, ``PATCH_COMPONENT_EXHAUSTED``
+        (the BFS ran out of vertices first) or ``PATCH_OVERLAP``.
     gain : float
         The patch's expected confidence gain.
     """
+    if stamp[start] >= taken_from and stamp[start] != stamp_value:
+        return 0, PATCH_OVERLAP, 0.0
     patch[0] = start
     stamp[start] = stamp_value
     local_index[start] = 0
@@ -66,6 +74,8 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
             neighbour = indices[edge]
             if stamp[neighbour] == stamp_value:
                 continue
+            if stamp[neighbour] >= taken_from:
+                return size, PATCH_OVERLAP, gain
             stamp[neighbour] = stamp_value
             local_index[neighbour] = size
             patch[size] = neighbour
@@ -165,3 +175,24 @@ def patch_sgc(patch, size, local_indptr, local_indices, local_weights, values, d
                last_skip if step == depth - 1 else compute_all)
         first, second = second, first
     return first
+
+
+@numba.njit(**PARALLEL_JIT_OPTIONS)
+def smooth_patch_batch(n_patches, patches, sizes, stamp_values, indptr, indices, data, stamp, local_index,
+                       local_indptr, local_indices, local_weights, values, depth, first, second, frozen):
+    """:func:`induced_subgraph` then :func:`patch_sgc` for a batch of disjoint patches, in parallel.
+
+    Patch ``b`` is ``patches[b, :sizes[b]]`` with stamp ``stamp_values[b]``;
+    it uses only row ``b`` of every buffer, and reads the shared arrays
+    (``stamp``, ``local_index``, ``values``, ``frozen``) without writing
+    them, so the loop is race free and its result does not depend on the
+    thread count. The result of patch ``b`` is in ``first[b]`` when
+    ``depth`` is even, else in ``second[b]``.
+    """
+    for batch_index in numba.prange(n_patches):
+        size = sizes[batch_index]
+        induced_subgraph(patches[batch_index], size, indptr, indices, data, stamp, stamp_values[batch_index],
+                         local_index, local_indptr[batch_index], local_indices[batch_index],
+                         local_weights[batch_index])
+        patch_sgc(patches[batch_index], size, local_indptr[batch_index], local_indices[batch_index],
+                  local_weights[batch_index], values, depth, first[batch_index], second[batch_index], frozen)
