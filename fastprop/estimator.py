@@ -403,7 +403,10 @@ class FastProp:
         if n_samples == 1:
             return check_graph(np.zeros((1, 1), dtype=np.float32))
         n_neighbors = min(self.n_neighbors, n_samples - 1)
-        return build_knn_graph(features, n_neighbors, method=self.graph_method, random_state=rng)
+        # With a random_state the result must be reproducible, so hnswlib builds on one
+        # thread; without one, on all cores (see knn_search's n_jobs).
+        n_jobs = None if self.random_state is not None else -1
+        return build_knn_graph(features, n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
 
     def _distributions(self, state, adjacency, logits, intercept, labeled):
         """Mean of views where there are any, the global predictor elsewhere."""

@@ -51,13 +51,13 @@ def _exact_search(unit, n_neighbors):
     return indices, similarities
 
 
-def _hnsw_search(unit, n_neighbors, *, M, ef_construction, ef, seed, n_jobs):
+def _hnsw_search(unit, n_neighbors, *, M, ef_construction, ef, seed, build_jobs, n_jobs):
     import hnswlib
 
     n_samples, n_features = unit.shape
     index = hnswlib.Index(space="cosine", dim=n_features)
     index.init_index(max_elements=n_samples, ef_construction=ef_construction, M=M, random_seed=seed)
-    index.add_items(unit, np.arange(n_samples), num_threads=n_jobs)
+    index.add_items(unit, np.arange(n_samples), num_threads=build_jobs)
     n_query = min(n_neighbors + 1, n_samples)
     search_ef = max(ef, n_query)
     while True:
@@ -135,9 +135,13 @@ def knn_search(
     random_state : int, Generator or None
         Seeds hnswlib's level generator.
     n_jobs : int or None, default=None
-        Threads for hnswlib (None or -1: all cores). hnswlib's multi-threaded
-        insertion is not deterministic; for bit-identical hnsw graphs use
-        ``n_jobs=1`` with a fixed ``random_state``, or ``method="exact"``.
+        Threads for hnswlib (-1: all cores). hnswlib's multi-threaded
+        insertion is not deterministic (hnswlib issues #65, #540), so None
+        means: all cores for the queries, and for the insertion too unless
+        ``random_state`` is given, in which case the index is built on one
+        thread and the graph is bit-identical for the same ``random_state``
+        (about 2x slower to build on 2 cores). Pass ``n_jobs=-1`` to build
+        on all cores anyway.
 
     Returns
     -------
@@ -154,6 +158,7 @@ def knn_search(
     ef_construction = check_integer("ef_construction", ef_construction, low=1)
     ef = max(2 * n_neighbors, 64) if ef is None else check_integer("ef", ef, low=1)
     rng = check_random_state(random_state)
+    deterministic_build = n_jobs is None and random_state is not None
     n_jobs = _resolve_n_jobs(n_jobs)
     if method == "auto":
         method = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
@@ -162,7 +167,8 @@ def knn_search(
         return _exact_search(unit, n_neighbors)
     seed = int(rng.integers(0, 2**31 - 1))
     return _hnsw_search(
-        unit, n_neighbors, M=M, ef_construction=ef_construction, ef=ef, seed=seed, n_jobs=n_jobs
+        unit, n_neighbors, M=M, ef_construction=ef_construction, ef=ef, seed=seed,
+        build_jobs=1 if deterministic_build else n_jobs, n_jobs=n_jobs,
     )
 
 

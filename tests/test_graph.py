@@ -122,11 +122,13 @@ def test_hnsw_recall_against_exact():
     assert np.all(np.diff(similarities, axis=1) <= 1e-6)
 
 
-def test_hnsw_single_thread_build_is_deterministic():
+@pytest.mark.parametrize("n_jobs", [1, None])
+def test_hnsw_build_with_random_state_is_deterministic(n_jobs):
     X = clustered(1500, 16, 10, seed=6)
-    first = build_knn_graph(X, 10, method="hnsw", random_state=3, n_jobs=1)
-    second = build_knn_graph(X, 10, method="hnsw", random_state=3, n_jobs=1)
+    first = build_knn_graph(X, 10, method="hnsw", random_state=3, n_jobs=n_jobs)
+    second = build_knn_graph(X, 10, method="hnsw", random_state=3, n_jobs=n_jobs)
     assert (first != second).nnz == 0
+    assert_array_equal(first.data, second.data)
 
 
 def test_hnsw_too_few_neighbours_is_a_clear_error():
