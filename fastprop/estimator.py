@@ -126,7 +126,7 @@ class FastProp:
         Report progress on stderr (when ``progress`` is None).
     progress : callable or None, default=None
         Called as ``progress(stage, done, total)`` as the fit goes: stage
-        ``"graph"``, ``"training"``, ``"propagation"`` (after every patch,
+        ``"graph"``, ``"training"``, ``"propagation"`` (after every batch of patches,
         with ``done`` confident vertices of ``total``; the loop stops when no
         viable start is left, usually before ``done`` reaches ``total``),
         ``"confnet"`` and ``"done"``; ``done``/``total`` are None where there

@@ -243,6 +243,10 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
               single_view_confidence, process_capped_patches=False, confidence_override=None, progress=None):
     """Run the path scheduler until no viable start remains.
 
+    Patches are taken in batches of up to ``workspace.n_slots`` disjoint
+    patches (see :func:`_fill_batch`), processed in parallel, and their
+    newly confident vertices enter the start queue in slot order.
+
     Parameters
     ----------
     workspace : PatchWorkspace
@@ -266,7 +270,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         For the ``confidence="random"`` ablation: given the vertices just
         updated, returns the confidences the scheduler uses for them.
     progress : callable or None
-        Called as ``progress(n_confident, n_vertices)`` after each patch.
+        Called as ``progress(n_confident, n_vertices)`` after each batch of patches.
 
     Returns
     -------
