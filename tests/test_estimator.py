@@ -318,3 +318,10 @@ def test_normalised_adjacency_matches_dense_formula():
     expected = (dense + np.eye(6)) / (dense + np.eye(6)).sum(axis=1, keepdims=True)
     assert operator.dtype == np.float32
     assert_allclose(operator.toarray(), expected, rtol=1e-6)
+
+
+def test_warmup_runs_both_training_paths():
+    from fastprop import warmup
+
+    seconds = warmup()
+    assert isinstance(seconds, float) and seconds >= 0.0
