@@ -315,8 +315,8 @@ class FastProp:
         context = _FitContext(
             graph=graph, adjacency=normalised_adjacency(graph), unit=unit, seed_class=seed_class,
             n_classes=classes.size, tie_rank=tie_rank, rng=rng,
-            workspace=PatchWorkspace(graph, settings, max(unit.shape[1], classes.size),
-                                     n_slots=int(self.patch_batch_size)),
+            workspace=PatchWorkspace(graph, settings, unit.shape[1], n_slots=int(self.patch_batch_size),
+                                     batch_columns=classes.size),
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         state, distributions, multiview, confnet, pass_timings = self._propagation_pass(context)

@@ -45,8 +45,14 @@ class PatchWorkspace:
     not overlap; they are then smoothed in parallel.
     """
 
-    def __init__(self, graph, settings, n_columns, n_slots=1):
-        """Allocate for ``graph``; smoothed signals may have up to ``n_columns`` columns."""
+    def __init__(self, graph, settings, n_columns, n_slots=1, batch_columns=None):
+        """Allocate for ``graph``.
+
+        One patch may be smoothed with up to ``n_columns`` columns (slot 0,
+        :meth:`smooth`); a batch of ``n_slots`` patches with up to
+        ``batch_columns`` (default ``n_columns``) each (:meth:`process_batch`).
+        """
+        batch_columns = n_columns if batch_columns is None else batch_columns
         n_vertices = graph.shape[0]
         self.indptr = graph.indptr
         self.indices = graph.indices
@@ -66,7 +72,7 @@ class PatchWorkspace:
         self.local_indptr = np.empty((n_slots, self.buffer_rows + 1), dtype=np.int64)
         self.local_indices = np.empty((n_slots, capacity), dtype=np.int64)
         self.local_weights = np.empty((n_slots, capacity), dtype=np.float64)
-        self._first = np.empty(self.buffer_rows * max(n_columns, 1) * n_slots, dtype=np.float64)
+        self._first = np.empty(self.buffer_rows * max(n_columns, n_slots * batch_columns, 1), dtype=np.float64)
         self._second = np.empty_like(self._first)
         self.newly_confident = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
         self.n_newly_confident = np.zeros(n_slots, dtype=np.int64)
