@@ -169,6 +169,8 @@ def test_isolated_vertices_and_components():
         ({"random_state": "x"}, "random_state must be"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
         ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
+        ({"patch_batch_size": 0}, r"patch_batch_size=0 is out of range"),
+        ({"patch_batch_size": "big"}, "patch_batch_size='big' is not supported"),
     ],
 )
 def test_bad_parameters(params, message):
@@ -325,3 +327,17 @@ def test_warmup_runs_both_training_paths():
 
     seconds = warmup()
     assert isinstance(seconds, float) and seconds >= 0.0
+
+
+def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_process():
+    import numba
+
+    X, y, _ = two_clusters_and_outliers(seed=13, n_cluster=150)
+    results = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        model = FastProp(n_neighbors=8, random_state=0, patch_batch_size=4, min_gain=20.0).fit(X, y)
+        results.append(np.concatenate([model.label_distributions_.ravel(), model.confidence_]))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert_array_equal(results[0], results[1])
+    assert model.n_iter_ >= 2
