@@ -27,14 +27,26 @@ def normalised_adjacency(graph):
 def smooth_rows(adjacency, values, rows, depth):
     """Rows ``rows`` of ``adjacency^depth @ values``, computing only what they need.
 
-    The last product is restricted to ``rows``; earlier ones are global.
+    For an index array ``rows``, each product is restricted to the rows the
+    next one reads (the ``depth - 1``-hop neighbourhood of ``rows``), so a
+    few seeds never cost an (n, n_features) product. ``rows=slice(None)``
+    computes every row.
     """
     if depth == 0:
         return np.asarray(values[rows], dtype=np.float64)
-    smoothed = values
-    for _ in range(depth - 1):
-        smoothed = adjacency @ smoothed
-    return np.asarray(adjacency[rows] @ smoothed, dtype=np.float64)
+    if isinstance(rows, slice):
+        smoothed = values
+        for _ in range(depth):
+            smoothed = adjacency @ smoothed
+        return np.asarray(smoothed[rows], dtype=np.float64)
+    # needed[k + 1]: the rows that the rows needed[k] read; needed[0] = rows.
+    needed = [np.asarray(rows)]
+    for _ in range(depth):
+        needed.append(np.unique(adjacency[needed[-1]].indices))
+    smoothed = values[needed[-1]]
+    for level in range(depth - 1, -1, -1):
+        smoothed = adjacency[needed[level]][:, needed[level + 1]] @ smoothed
+    return np.asarray(smoothed, dtype=np.float64)
 
 
 def extreme_vertices(confidence, candidates, eta, tie_rank):

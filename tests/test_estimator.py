@@ -341,3 +341,22 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_smooth_rows_matches_dense_powers(depth):
+    import scipy.sparse as sp
+
+    from fastprop.confnet import normalised_adjacency, smooth_rows
+
+    rng = np.random.default_rng(14)
+    dense = rng.uniform(size=(40, 40)).astype(np.float32)
+    dense[dense < 0.9] = 0
+    dense = np.triu(dense, 1)
+    dense = dense + dense.T
+    adjacency = normalised_adjacency(sp.csr_matrix(dense))
+    values = rng.normal(size=(40, 3)).astype(np.float32)
+    expected = np.linalg.matrix_power(adjacency.toarray().astype(np.float64), depth) @ values
+    rows = np.array([3, 17, 17, 25])
+    assert_allclose(smooth_rows(adjacency, values, rows, depth), expected[rows], rtol=1e-5, atol=1e-6)
+    assert_allclose(smooth_rows(adjacency, values, slice(None), depth), expected, rtol=1e-5, atol=1e-6)
