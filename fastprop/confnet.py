@@ -6,47 +6,9 @@ confident are negatives (likely outliers).
 """
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._kernels.csr import scale_rows
+from .adjacency import smooth_rows
 from .linear import fit_logistic_regression, sigmoid_proba
-
-
-def normalised_adjacency(graph):
-    """``D~^-1 (A + I)``, the row-normalised affinity with unit self loops (CSR, float32).
-
-    float32 like the embeddings, so that products with them need no
-    float64 copy of an (n, n_features) array.
-    """
-    with_loops = (graph + sp.identity(graph.shape[0], dtype=np.float32, format="csr")).tocsr()
-    degree = np.asarray(with_loops.sum(axis=1), dtype=np.float64).ravel()
-    scale_rows(with_loops.indptr, with_loops.data, (1.0 / degree).astype(np.float32))
-    return with_loops
-
-
-def smooth_rows(adjacency, values, rows, depth):
-    """Rows ``rows`` of ``adjacency^depth @ values``, computing only what they need.
-
-    For an index array ``rows``, each product is restricted to the rows the
-    next one reads (the ``depth - 1``-hop neighbourhood of ``rows``), so a
-    few seeds never cost an (n, n_features) product. ``rows=slice(None)``
-    computes every row.
-    """
-    if depth == 0:
-        return np.asarray(values[rows], dtype=np.float64)
-    if isinstance(rows, slice):
-        smoothed = values
-        for _ in range(depth):
-            smoothed = adjacency @ smoothed
-        return np.asarray(smoothed[rows], dtype=np.float64)
-    # needed[k + 1]: the rows that the rows needed[k] read; needed[0] = rows.
-    needed = [np.asarray(rows)]
-    for _ in range(depth):
-        needed.append(np.unique(adjacency[needed[-1]].indices))
-    smoothed = values[needed[-1]]
-    for level in range(depth - 1, -1, -1):
-        smoothed = adjacency[needed[level]][:, needed[level + 1]] @ smoothed
-    return np.asarray(smoothed, dtype=np.float64)
 
 
 def extreme_vertices(confidence, candidates, eta, tie_rank):

@@ -16,7 +16,8 @@ from ._validation import (
     check_real,
     check_validation,
 )
-from .confnet import confnet_confidence, normalised_adjacency, smooth_rows, structural_features
+from .adjacency import normalised_adjacency, smooth_rows
+from .confnet import confnet_confidence, structural_features
 from .graph import build_knn_graph, unit_rows
 from .linear import fit_softmax_regression, softmax_proba
 from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
@@ -327,7 +328,7 @@ class FastProp:
             depth=int(self.predictor_depth),
         )
         context = _FitContext(
-            graph=graph, adjacency=normalised_adjacency(graph), unit=unit, seed_class=seed_class,
+            graph=graph, adjacency=normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float32), unit=unit, seed_class=seed_class,
             n_classes=classes.size, tie_rank=tie_rank, rng=rng,
             workspace=PatchWorkspace(graph, settings, unit.shape[1], n_slots=self._batch_size(n_samples),
                                      batch_columns=classes.size),

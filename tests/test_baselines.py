@@ -13,7 +13,8 @@ from fastprop.baselines import (
     LabelPropagation,
     LabelSpreading,
 )
-from fastprop.baselines._common import Problem, normalised_adjacency, prepare_fit
+from fastprop.adjacency import normalised_adjacency
+from fastprop.baselines._common import Problem, prepare_fit
 from fastprop.baselines.correct_smooth import _correct, _smooth
 from fastprop.baselines.gcn import _gcn_loss_and_gradients, _training_problem
 from fastprop.baselines.sgc import sgc_features
@@ -139,7 +140,7 @@ def test_normalised_adjacency_matches_dense(kind, self_loops):
     with np.errstate(divide="ignore"):
         scale = np.where(degree > 0, degree ** (-1.0 if kind == "row" else -0.5), 0.0)
     expected = scale[:, None] * A if kind == "row" else scale[:, None] * A * scale[None, :]
-    result = normalised_adjacency(sp.csr_matrix(W), kind=kind, self_loops=self_loops)
+    result = normalised_adjacency(sp.csr_matrix(W), kind=kind, self_loops=self_loops, dtype=np.float64)
     assert sp.isspmatrix_csr(result)
     assert_allclose(result.toarray(), expected, atol=1e-12)
 
@@ -210,7 +211,7 @@ def test_gcn_receptive_field_gives_full_batch_loss_and_gradients():
     graph = dense_knn_graph(X, 4)
     y = seed_labels(labels, 2, seed=9)
     problem = prepare_fit(X, y, graph, 4)
-    adjacency = normalised_adjacency(problem.graph, kind="sym", self_loops=True)
+    adjacency = normalised_adjacency(problem.graph, kind="sym", self_loops=True, dtype=np.float64)
     rng = np.random.default_rng(9)
     params = (rng.normal(size=(6, 5)), rng.normal(size=5), rng.normal(size=(5, 2)), rng.normal(size=2))
     targets = problem.targets[problem.seeds]
@@ -266,7 +267,7 @@ def test_autoscaled_correction_cancels_a_uniform_bias():
     targets[[2, 9], 0] = 1
     problem = Problem(np.ones((15, 2), np.float32), W, np.array([0, 1]), np.array([2, 9]), targets)
     base = np.tile([0.4, 0.6], (15, 1))
-    operator = normalised_adjacency(problem.graph, kind="sym")
+    operator = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
     corrected = _correct(base, problem, operator, alpha=0.9, n_propagation=50, autoscale=True, scale=1.0)
     assert_allclose(corrected, np.tile([1.0, 0.0], (15, 1)), atol=1e-12)
 
@@ -317,7 +318,7 @@ def test_correct_and_smooth_match_dense_reference(autoscale):
     y[rng.choice(30, 6, replace=False)] = [0, 1, 2, 0, 1, 2]
     problem = prepare_fit(np.ones((30, 2)), y, W, 5)
     base = rng.dirichlet(np.ones(3), size=30)
-    operator = normalised_adjacency(problem.graph, kind="sym")
+    operator = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
     corrected = _correct(base, problem, operator, alpha=0.7, n_propagation=20, autoscale=autoscale, scale=3.0)
     smoothed = _smooth(corrected, problem, operator, alpha=0.6, n_propagation=20)
     dense = problem.graph.toarray().astype(np.float64)

@@ -267,12 +267,13 @@ def test_progress_callback_and_silence(capsys):
 def test_structural_features_match_a_dense_reference_with_empty_rows():
     import scipy.sparse as sp
 
-    from fastprop.confnet import normalised_adjacency, structural_features
+    from fastprop.adjacency import normalised_adjacency
+    from fastprop.confnet import structural_features
 
     dense = np.array([[0, 0.5, 0.2, 0], [0.5, 0, 0, 0], [0.2, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32)
     graph = sp.csr_matrix(dense)
     distributions = np.array([[0.7, 0.3], [0.5, 0.5], [0.1, 0.9], [1.0, 0.0]])
-    features = structural_features(graph, normalised_adjacency(graph), distributions, np.array([2, 1, 3, 0]))
+    features = structural_features(graph, normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float32), distributions, np.array([2, 1, 3, 0]))
     assert features.shape == (4, 9) and np.all(np.isfinite(features))
     assert_allclose(features[:, 0], [0.7, 0.5, 0.9, 1.0])          # top probability
     assert_allclose(features[:, 1], [0.4, 0.0, 0.8, 1.0])          # margin
@@ -310,13 +311,13 @@ def test_capped_patches_are_processed_only_when_asked():
 def test_normalised_adjacency_matches_dense_formula():
     import scipy.sparse as sp
 
-    from fastprop.confnet import normalised_adjacency
+    from fastprop.adjacency import normalised_adjacency
 
     dense = np.random.default_rng(11).uniform(size=(6, 6)).astype(np.float32)
     dense = np.triu(dense, 1)
     dense = dense + dense.T
     dense[dense < 0.4] = 0
-    operator = normalised_adjacency(sp.csr_matrix(dense))
+    operator = normalised_adjacency(sp.csr_matrix(dense), kind="row", self_loops=True, dtype=np.float32)
     expected = (dense + np.eye(6)) / (dense + np.eye(6)).sum(axis=1, keepdims=True)
     assert operator.dtype == np.float32
     assert_allclose(operator.toarray(), expected, rtol=1e-6)
@@ -347,14 +348,14 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
 def test_smooth_rows_matches_dense_powers(depth):
     import scipy.sparse as sp
 
-    from fastprop.confnet import normalised_adjacency, smooth_rows
+    from fastprop.adjacency import normalised_adjacency, smooth_rows
 
     rng = np.random.default_rng(14)
     dense = rng.uniform(size=(40, 40)).astype(np.float32)
     dense[dense < 0.9] = 0
     dense = np.triu(dense, 1)
     dense = dense + dense.T
-    adjacency = normalised_adjacency(sp.csr_matrix(dense))
+    adjacency = normalised_adjacency(sp.csr_matrix(dense), kind="row", self_loops=True, dtype=np.float32)
     values = rng.normal(size=(40, 3)).astype(np.float32)
     expected = np.linalg.matrix_power(adjacency.toarray().astype(np.float64), depth) @ values
     rows = np.array([3, 17, 17, 25])

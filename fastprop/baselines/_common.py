@@ -75,39 +75,6 @@ def prepare_fit(X, y, graph, n_neighbors):
     return Problem(features, graph, classes, seeds, targets)
 
 
-def normalised_adjacency(graph, *, kind, self_loops=False, dtype=np.float64):
-    """Normalise an affinity matrix ``W``.
-
-    Parameters
-    ----------
-    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        Non-negative weights (the output of ``check_graph``).
-    kind : {"row", "sym"}
-        ``"row"``: ``D^-1 W`` (random walk, rows sum to 1);
-        ``"sym"``: ``D^-1/2 W D^-1/2``. ``D`` holds the row sums of ``W``.
-    self_loops : bool, default=False
-        Use ``W + I`` instead of ``W`` (the renormalisation trick of GCN and SGC).
-    dtype : numpy dtype, default=float64
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix
-        Rows of zero-degree vertices (isolated, without self loops) stay zero.
-    """
-    adjacency = sp.csr_matrix(graph, dtype=dtype, copy=True)
-    if self_loops:
-        adjacency = (adjacency + sp.identity(adjacency.shape[0], dtype=dtype, format="csr")).tocsr()
-    degree = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
-    positive = degree > 0
-    power = 1.0 if kind == "row" else 0.5
-    scale = np.zeros_like(degree)
-    scale[positive] = degree[positive] ** -power
-    left = sp.diags(scale.astype(dtype))
-    if kind == "row":
-        return (left @ adjacency).tocsr()
-    return (left @ adjacency @ left).tocsr()
-
-
 def restart_step(operator, alpha, anchor, *, clip=None, reset=None):
     """One propagation step ``F -> alpha * operator @ F + (1 - alpha) * anchor``.
 

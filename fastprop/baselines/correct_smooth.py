@@ -3,7 +3,8 @@
 import numpy as np
 
 from .._validation import check_choice, check_integer, check_real
-from ._common import GraphBaseline, iterate, normalised_adjacency, restart_step, seed_classifier_proba
+from ..adjacency import normalised_adjacency
+from ._common import GraphBaseline, iterate, restart_step, seed_classifier_proba
 from .sgc import check_linear_params, sgc_features
 
 #: Rows whose autoscale factor exceeds this keep the unscaled propagated error
@@ -166,7 +167,7 @@ class CorrectAndSmooth(GraphBaseline):
         if base == "sgc":
             features = sgc_features(features, problem.graph, depth)
         base_proba = seed_classifier_proba(features, problem, l2=l2, max_iter=max_iter, name="CorrectAndSmooth")
-        operator = normalised_adjacency(problem.graph, kind="sym")
+        operator = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
         steps = propagation["n_propagation"]
         corrected = _correct(
             base_proba,

@@ -15,7 +15,8 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from .._validation import check_integer, check_random_state, check_real
-from ._common import GraphBaseline, normalised_adjacency
+from ..adjacency import normalised_adjacency
+from ._common import GraphBaseline
 
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8

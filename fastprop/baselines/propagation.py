@@ -4,7 +4,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_integer, check_real
-from ._common import GraphBaseline, iterate, normalised_adjacency, restart_step, warn_not_converged
+from ..adjacency import normalised_adjacency
+from ._common import GraphBaseline, iterate, restart_step, warn_not_converged
 
 
 def _check_iteration(max_iter, tol):
@@ -210,7 +211,7 @@ class LabelSpreading(GraphBaseline):
         return {"alpha": alpha, **_check_iteration(self.max_iter, self.tol)}
 
     def _scores(self, problem, *, alpha, max_iter, tol):
-        spread = normalised_adjacency(problem.graph, kind="sym")
+        spread = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
         step = restart_step(spread, alpha, problem.targets)
         scores, self.n_iter_ = iterate(
             step, problem.targets, max_iter=max_iter, tol=tol, name="LabelSpreading"

@@ -3,7 +3,8 @@
 import numpy as np
 
 from .._validation import check_integer, check_real
-from ._common import GraphBaseline, normalised_adjacency, seed_classifier_proba
+from ..adjacency import normalised_adjacency, smooth_rows
+from ._common import GraphBaseline, seed_classifier_proba
 
 
 def sgc_features(features, graph, depth):
@@ -13,11 +14,8 @@ def sgc_features(features, graph, depth):
     affinity) matches FastProp's local predictor. Isolated vertices keep their
     own features (their only neighbour is their self loop).
     """
-    walk = normalised_adjacency(graph, kind="row", self_loops=True)
-    propagated = np.asarray(features, dtype=np.float64)
-    for _ in range(depth):
-        propagated = walk @ propagated
-    return propagated
+    walk = normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float64)
+    return smooth_rows(walk, np.asarray(features, dtype=np.float64), slice(None), depth)
 
 
 def check_linear_params(l2, max_iter):
