@@ -46,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import SHARED_DATA_DIR, log, write_tables  # noqa: E402
 
-from fastprop import FastProp  # noqa: E402
 from fastprop import benchmark as fb  # noqa: E402
 from fastprop.confnet import extreme_vertices  # noqa: E402
 from fastprop.graph import build_knn_graph  # noqa: E402

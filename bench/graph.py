@@ -387,7 +387,7 @@ def main(argv=None):
         f"EXACT_SEARCH_MAX_SAMPLES = {fg.EXACT_SEARCH_MAX_SAMPLES}")
     warmup()
 
-    tables, notes, grid_rows, best_params = [], [], [], None
+    tables, notes, best_params = [], [], None
     data = load_npz(BANKING)
     banking = None
     if data is None:

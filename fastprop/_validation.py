@@ -229,7 +229,7 @@ def check_labels(y, n_samples):
             f"y has {labels.shape[0]} labels but X has {n_samples} samples; "
             "pass one label per sample (-1 for unlabeled)."
         )
-    labels = _as_integer_labels(labels, "y")
+    labels = as_integer_labels(labels, "y")
     labeled = labels != -1
     if (labels[labeled] < 0).any():
         bad = np.unique(labels[labels < -1])
@@ -247,7 +247,7 @@ def check_labels(y, n_samples):
     return classes.astype(np.int64), encoded
 
 
-def _as_integer_labels(labels, name):
+def as_integer_labels(labels, name):
     """Return ``labels`` as int64, rejecting non-integral values."""
     if np.issubdtype(labels.dtype, np.integer):
         return labels.astype(np.int64)
@@ -289,8 +289,8 @@ def check_validation(validation, n_samples, labeled_mask, classes):
         )
     if indices.size == 0:
         raise ValueError("validation is empty; pass at least one (index, label) pair or None.")
-    indices = _as_integer_labels(indices, "validation indices")
-    labels = _as_integer_labels(labels, "validation labels")
+    indices = as_integer_labels(indices, "validation indices")
+    labels = as_integer_labels(labels, "validation labels")
     out_of_range = (indices < 0) | (indices >= n_samples)
     if out_of_range.any():
         raise ValueError(
@@ -316,3 +316,59 @@ def check_validation(validation, n_samples, labeled_mask, classes):
         )
     encoded = np.where(labels == -1, -1, position).astype(np.int64)
     return indices, encoded
+
+
+def check_scores(confidence, predicted, truth):
+    """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
+
+    Used by the outlier-threshold rules and the benchmark protocol. ``predicted`` may be None
+    (only ``confidence`` and ``truth`` are checked).
+    Returns float64 ``confidence`` and int64 ``predicted`` (or None) and ``truth``.
+    """
+    arrays = {"confidence": np.asarray(confidence), "predicted": predicted, "truth": truth}
+    arrays = {name: np.asarray(a) for name, a in arrays.items() if a is not None}
+    for name, array in arrays.items():
+        if array.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (n_samples,), got shape {array.shape}.")
+    sizes = {name: array.shape[0] for name, array in arrays.items()}
+    names = ", ".join(sizes)
+    if len(set(sizes.values())) != 1:
+        raise ValueError(f"{names} must have the same length, got lengths {sizes}.")
+    if sizes["confidence"] == 0:
+        raise ValueError(f"{names} are empty; pass at least one sample.")
+    scores = arrays["confidence"]
+    if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
+        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
+    scores = scores.astype(np.float64)
+    if not np.isfinite(scores).all():
+        bad = np.flatnonzero(~np.isfinite(scores))
+        raise ValueError(
+            f"confidence has {bad.size} NaN or infinite value(s), the first at position {bad[0]} "
+            f"({scores[bad[0]]!r}); all confidences must be finite."
+        )
+    labels = {"predicted": None}
+    for name in [name for name in arrays if name != "confidence"]:
+        values = as_integer_labels(arrays[name], name)
+        if (values < -1).any():
+            raise ValueError(
+                f"{name} has values below -1 (e.g. {int(values.min())}); use class indices "
+                ">= 0, and -1 for an outlier."
+            )
+        labels[name] = values
+    return scores, labels["predicted"], labels["truth"]
+
+
+def check_pool_labels(y_all):
+    """Validate a labelled pool: 1-D, non-empty, integer labels >= -1 (-1 = no class)."""
+    labels = np.asarray(y_all)
+    if labels.ndim != 1:
+        raise ValueError(f"y_all must be 1-D (n_pool,), got shape {labels.shape}.")
+    if labels.size == 0:
+        raise ValueError("y_all is empty; pass one label per sample of the pool.")
+    labels = as_integer_labels(labels, "y_all")
+    if (labels < -1).any():
+        raise ValueError(
+            f"y_all has labels below -1 (e.g. {int(labels.min())}); class ids must be >= 0, "
+            "and -1 marks a sample of no class."
+        )
+    return labels

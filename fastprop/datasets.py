@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import (
-    _as_integer_labels,
+    as_integer_labels,
     check_features,
     check_integer,
     check_random_state,
@@ -305,7 +305,7 @@ def load_embeddings(path):
                 f"y in {str(path)!r} has shape {labels.shape} but X has {X.shape[0]} rows; "
                 "y must be 1-D with one label per row of X."
             )
-        y = _as_integer_labels(labels, "y")
+        y = as_integer_labels(labels, "y")
         if (y < -1).any():
             raise ValueError(
                 f"y in {str(path)!r} has labels below -1 (e.g. {int(y.min())}); class ids "

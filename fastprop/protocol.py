@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ._validation import _as_integer_labels, check_integer, check_random_state, check_real
-from .threshold import _check_scores, accuracy_with_rejection, choose_threshold
+from ._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
+from .threshold import accuracy_with_rejection, choose_threshold
 
 __all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc"]
 
@@ -118,21 +118,6 @@ class NoisyTask:
         return array[self.indices]
 
 
-def _check_pool_labels(y_all):
-    labels = np.asarray(y_all)
-    if labels.ndim != 1:
-        raise ValueError(f"y_all must be 1-D (n_pool,), got shape {labels.shape}.")
-    if labels.size == 0:
-        raise ValueError("y_all is empty; pass one label per sample of the pool.")
-    labels = _as_integer_labels(labels, "y_all")
-    if (labels < -1).any():
-        raise ValueError(
-            f"y_all has labels below -1 (e.g. {int(labels.min())}); class ids must be >= 0, "
-            "and -1 marks a sample of no class."
-        )
-    return labels
-
-
 def make_noisy_task(y_all, n_classes, *, label_ratio=0.01, noise_ratio, random_state):
     """Draw a noisy transductive task from a labelled pool (Yang et al., Sec. 4.1).
 
@@ -183,7 +168,7 @@ def make_noisy_task(y_all, n_classes, *, label_ratio=0.01, noise_ratio, random_s
     >>> task.n_samples, int(task.seed_mask.sum()), round(task.actual_noise_ratio, 2)
     (422, 15, 0.3)
     """
-    labels = _check_pool_labels(y_all)
+    labels = check_pool_labels(y_all)
     n_classes = check_integer("n_classes", n_classes, low=1)
     label_ratio = check_real("label_ratio", label_ratio, low=0, high=1, low_inclusive=False)
     noise_ratio = check_real("noise_ratio", noise_ratio, low=0, high=1, high_inclusive=False)
@@ -274,7 +259,7 @@ def outlier_auroc(confidence, truth):
     >>> outlier_auroc([0.9, 0.4, 0.4, 0.1], [0, 1, -1, -1])
     0.875
     """
-    scores, _, truth = _check_scores(confidence, None, truth)
+    scores, _, truth = check_scores(confidence, None, truth)
     positive = truth != -1
     n_positive = int(positive.sum())
     n_negative = scores.size - n_positive
@@ -365,7 +350,7 @@ def evaluate(task, label_distributions, confidence=None):
     """
     distributions, scores = _check_outputs(task, label_distributions, confidence)
     predicted = distributions.argmax(axis=1)
-    scores, predicted, truth = _check_scores(scores, predicted, task.truth)
+    scores, predicted, truth = check_scores(scores, predicted, task.truth)
 
     positions, truth_val = task.validation
     threshold = choose_threshold(scores[positions], predicted[positions], truth_val)

@@ -15,48 +15,9 @@ import numbers
 
 import numpy as np
 
-from ._validation import _as_integer_labels
+from ._validation import check_scores
 
 __all__ = ["choose_threshold", "accuracy_with_rejection", "automatic_threshold", "otsu_threshold"]
-
-
-def _check_scores(confidence, predicted, truth):
-    """Validate the ``(confidence, predicted, truth)`` triple of both functions.
-
-    ``predicted`` may be None (only ``confidence`` and ``truth`` are checked).
-    Returns float64 ``confidence`` and int64 ``predicted`` (or None) and ``truth``.
-    """
-    arrays = {"confidence": np.asarray(confidence), "predicted": predicted, "truth": truth}
-    arrays = {name: np.asarray(a) for name, a in arrays.items() if a is not None}
-    for name, array in arrays.items():
-        if array.ndim != 1:
-            raise ValueError(f"{name} must be 1-D (n_samples,), got shape {array.shape}.")
-    sizes = {name: array.shape[0] for name, array in arrays.items()}
-    names = ", ".join(sizes)
-    if len(set(sizes.values())) != 1:
-        raise ValueError(f"{names} must have the same length, got lengths {sizes}.")
-    if sizes["confidence"] == 0:
-        raise ValueError(f"{names} are empty; pass at least one sample.")
-    scores = arrays["confidence"]
-    if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
-        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
-    scores = scores.astype(np.float64)
-    if not np.isfinite(scores).all():
-        bad = np.flatnonzero(~np.isfinite(scores))
-        raise ValueError(
-            f"confidence has {bad.size} NaN or infinite value(s), the first at position {bad[0]} "
-            f"({scores[bad[0]]!r}); all confidences must be finite."
-        )
-    labels = {"predicted": None}
-    for name in [name for name in arrays if name != "confidence"]:
-        values = _as_integer_labels(arrays[name], name)
-        if (values < -1).any():
-            raise ValueError(
-                f"{name} has values below -1 (e.g. {int(values.min())}); use class indices "
-                ">= 0, and -1 for an outlier."
-            )
-        labels[name] = values
-    return scores, labels["predicted"], labels["truth"]
 
 
 def accuracy_with_rejection(confidence, predicted, truth, threshold):
@@ -85,7 +46,7 @@ def accuracy_with_rejection(confidence, predicted, truth, threshold):
     >>> accuracy_with_rejection([0.9, 0.2, 0.8], [1, 0, 2], [1, -1, 0], threshold=0.5)
     0.6666666666666666
     """
-    scores, predicted, truth = _check_scores(confidence, predicted, truth)
+    scores, predicted, truth = check_scores(confidence, predicted, truth)
     if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
         raise ValueError(f"threshold must be a real number, got {threshold!r}.")
     threshold = float(threshold)
@@ -135,7 +96,7 @@ def choose_threshold(confidence, predicted, truth):
     >>> choose_threshold([0.9, 0.2, 0.3, 0.8], [1, 0, 1, 2], [1, -1, -1, 2])
     0.55
     """
-    scores, predicted, truth = _check_scores(confidence, predicted, truth)
+    scores, predicted, truth = check_scores(confidence, predicted, truth)
     order = np.argsort(scores, kind="stable")
     scores = scores[order]
     right_if_accepted = (predicted == truth)[order]

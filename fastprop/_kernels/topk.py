@@ -1,7 +1,6 @@
 """Row-wise top-k selection of a block of similarity scores."""
 
 import numba
-import numpy as np
 
 from .._config import PARALLEL_JIT_OPTIONS
 
