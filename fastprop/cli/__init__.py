@@ -179,7 +179,9 @@ def build_parser():
                        help="embeddings: .npy (n_samples x n_features) or .npz with array X")
     graph.add_argument("--out", required=True, metavar="PATH", help="where to write the graph (.npz)")
     _add_graph_options(graph, "")
-    graph.add_argument("--seed", type=_integer(0), default=0, help="seed of hnswlib's level generator")
+    graph.add_argument("--seed", type=_integer(0), default=0,
+                       help="seed of hnswlib's level generator; with a seed the hnsw index is built "
+                            "on one thread, so the same seed gives the same graph")
 
     propagate = _command(
         subparsers, "propagate", run_propagate, "label embeddings from a few labels, flag outliers",
