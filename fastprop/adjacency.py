@@ -1,35 +1,39 @@
-"""Normalised forms of an affinity graph and SGC smoothing with them.
+"""Normalised forms of an affinity graph, and SGC smoothing with them.
 
-Shared by FastProp (its ConfNet, the predictor's training rows) and the
-baselines, so that every method normalises the same graph the same way.
+``RandomWalk`` (FastProp's and SGC's ``D~^-1 (W + I)``, applied without a
+copy of the graph) and ``normalised_adjacency`` (the symmetric
+``D^-1/2 W D^-1/2`` the other baselines use, as a CSR copy) are shared, so
+that every method normalises the same graph the same way.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.csr import scale_rows
+from ._kernels.walk import inverse_closed_degree, walk_rows
+
+#: The empty ``position`` array: every vertex reads its own row of the values.
+_IDENTITY = np.empty(0, dtype=np.int64)
 
 
-def normalised_adjacency(graph, *, kind, self_loops, dtype):
-    """Normalise an affinity matrix ``W`` (one CSR copy, scaled in place).
+def normalised_adjacency(graph, *, self_loops, dtype):
+    """The symmetric normalisation ``D^-1/2 W D^-1/2`` as a CSR copy, scaled in place.
 
     Parameters
     ----------
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Non-negative weights (the output of ``check_graph``); not modified.
-    kind : {"row", "sym"}
-        ``"row"``: ``D^-1 W`` (random walk, rows sum to 1);
-        ``"sym"``: ``D^-1/2 W D^-1/2``. ``D`` holds the row sums of ``W``.
     self_loops : bool
-        Use ``W + I`` instead of ``W`` (the renormalisation trick of GCN and
-        SGC; FastProp's ``D~^-1 A~``).
+        Use ``W + I`` instead of ``W`` (the renormalisation trick of GCN).
+        ``D`` holds the row sums of the matrix used.
     dtype : numpy dtype
-        float32 keeps products with float32 embeddings free of float64 copies.
+        Of the copy.
 
     Returns
     -------
     scipy.sparse.csr_matrix
-        Rows of zero-degree vertices (isolated, without self loops) stay zero.
+        Rows and columns of zero-degree vertices (isolated, without self
+        loops) stay zero.
     """
     adjacency = sp.csr_matrix(graph, dtype=dtype, copy=True)
     if self_loops:
@@ -37,34 +41,88 @@ def normalised_adjacency(graph, *, kind, self_loops, dtype):
     degree = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
     positive = degree > 0
     scale = np.zeros_like(degree)
-    scale[positive] = degree[positive] ** (-1.0 if kind == "row" else -0.5)
+    scale[positive] = degree[positive] ** -0.5
     scale = scale.astype(dtype)
     scale_rows(adjacency.indptr, adjacency.data, scale)
-    if kind == "sym":
-        adjacency.data *= scale[adjacency.indices]
+    adjacency.data *= scale[adjacency.indices]
     return adjacency
 
 
-def smooth_rows(adjacency, values, rows, depth):
-    """Rows ``rows`` of ``adjacency^depth @ values``, computing only what they need.
+class RandomWalk:
+    """The random walk ``D~^-1 (W + I)`` of an affinity graph, applied without storing it.
 
-    For an index array ``rows``, each product is restricted to the rows the
-    next one reads (the ``depth - 1``-hop neighbourhood of ``rows``), so a
-    few seeds never cost an (n, n_features) product. ``rows=slice(None)``
-    computes every row.
+    FastProp's propagation matrix (and SGC's): a weighted mean over each
+    vertex's closed neighbourhood. Only the graph's CSR arrays and one
+    inverse degree per vertex are kept, so a million-vertex graph costs no
+    normalised copy; products are parallel Numba kernels that accumulate in
+    float64 and read float32 values without converting them first.
+
+    Parameters
+    ----------
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Non-negative weights (the output of ``check_graph``); not modified.
     """
-    if depth == 0:
-        return np.asarray(values[rows], dtype=np.float64)
-    if isinstance(rows, slice):
-        smoothed = values
-        for _ in range(depth):
-            smoothed = adjacency @ smoothed
-        return np.asarray(smoothed[rows], dtype=np.float64)
-    # needed[k + 1]: the rows that the rows needed[k] read; needed[0] = rows.
-    needed = [np.asarray(rows)]
-    for _ in range(depth):
-        needed.append(np.unique(adjacency[needed[-1]].indices))
-    smoothed = values[needed[-1]]
-    for level in range(depth - 1, -1, -1):
-        smoothed = adjacency[needed[level]][:, needed[level + 1]] @ smoothed
-    return np.asarray(smoothed, dtype=np.float64)
+
+    #: Rows smoothed together by :meth:`smooth`; bounds its memory to about
+    #: this many rows' (depth - 1)-hop neighbourhood.
+    ROWS_PER_CHUNK = 2048
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.inverse_degree = np.empty(graph.shape[0])
+        inverse_closed_degree(graph.indptr, graph.data, self.inverse_degree)
+
+    def smooth(self, values, rows=None, depth=1):
+        """Rows ``rows`` of ``(D~^-1 (W + I))^depth @ values``, in float64.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_samples,) or (n_samples, n_columns)
+        rows : ndarray of int or None
+            The rows wanted (all when None). They are computed in chunks of
+            ``ROWS_PER_CHUNK``, each step restricted to the rows the next one
+            reads, so a few seeds never cost an (n_samples, n_columns) product.
+        depth : int
+            Number of steps, ``>= 0``.
+
+        Returns
+        -------
+        ndarray of shape (len(rows), ...) with the trailing shape of ``values``
+        """
+        values = np.asarray(values)
+        columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
+        if rows is None:
+            everything = np.arange(self.graph.shape[0])
+            smoothed = columns
+            for _ in range(depth):
+                smoothed = self._step(smoothed, everything)
+            result = np.asarray(smoothed, dtype=np.float64)
+        else:
+            rows = np.asarray(rows, dtype=np.int64)
+            result = np.empty((rows.size, columns.shape[1]))
+            position = np.full(self.graph.shape[0] if depth > 1 else 0, -1, dtype=np.int64)
+            for begin in range(0, rows.size, self.ROWS_PER_CHUNK):
+                chunk = rows[begin : begin + self.ROWS_PER_CHUNK]
+                result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position)
+        return result.reshape((result.shape[0],) + values.shape[1:])
+
+    def _smooth_chunk(self, values, rows, depth, position):
+        """``smooth`` for one chunk; ``position`` is an (n_samples,) scratch array when depth > 1."""
+        if depth == 0:
+            return values[rows]
+        # needed[k + 1]: the closed neighbourhood of needed[k]; needed[0] = rows.
+        needed = [rows]
+        for _ in range(depth - 1):
+            needed.append(np.union1d(needed[-1], self.graph[needed[-1]].indices))
+        smoothed = self._step(values, needed[-1])
+        for level in range(depth - 2, -1, -1):
+            position[needed[level + 1]] = np.arange(needed[level + 1].size)
+            smoothed = self._step(smoothed, needed[level], position)
+        return smoothed
+
+    def _step(self, values, rows, position=_IDENTITY):
+        """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``)."""
+        out = np.empty((rows.size, values.shape[1]))
+        walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
+                  values, position, rows, out)
+        return out

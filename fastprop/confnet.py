@@ -7,7 +7,7 @@ confident are negatives (likely outliers).
 
 import numpy as np
 
-from .adjacency import smooth_rows
+from ._kernels.descriptors import N_DESCRIPTORS, structural_descriptors
 from .linear import fit_logistic_regression, sigmoid_proba
 
 
@@ -26,12 +26,12 @@ def extreme_vertices(confidence, candidates, eta, tie_rank):
     return ranked[:n_each], ranked[ranked.size - n_each :]
 
 
-def confnet_confidence(adjacency, features, confidence, candidates, *, eta, depth, l2, tie_rank):
+def confnet_confidence(walk, features, confidence, candidates, *, eta, depth, l2, tie_rank):
     """Fit ConfNet on the extremes of ``confidence`` and score every vertex.
 
     Parameters
     ----------
-    adjacency : scipy.sparse.csr_matrix
+    walk : fastprop.adjacency.RandomWalk
         ``D~^-1 (A + I)`` of the whole graph.
     features : ndarray of shape (n, n_features)
     confidence : ndarray of shape (n,)
@@ -57,11 +57,11 @@ def confnet_confidence(adjacency, features, confidence, candidates, *, eta, dept
     positives, negatives = extreme_vertices(confidence, candidates, eta, tie_rank)
     training = np.concatenate([positives, negatives])
     targets = np.concatenate([np.ones(positives.size), np.zeros(negatives.size)])
-    rows = smooth_rows(adjacency, features, training, depth)
+    rows = walk.smooth(features, training, depth)
     scale = _feature_scale(rows)
     coef, intercept = fit_logistic_regression(rows / scale, targets, l2=l2)
     # Linear before the sigmoid: smooth the scores, not the features.
-    scores = smooth_rows(adjacency, features @ (coef / scale).astype(features.dtype), slice(None), depth)
+    scores = walk.smooth(features @ (coef / scale).astype(features.dtype), None, depth)
     return sigmoid_proba(scores[:, None], np.ones(1), intercept)
 
 
@@ -72,32 +72,32 @@ def _feature_scale(rows):
     return scale
 
 
-def structural_features(graph, adjacency, distributions, view_count):
+def structural_features(walk, distributions, view_count):
     """Class-agnostic descriptors of how trustworthy each vertex's prediction is.
 
     ConfNet on raw embeddings learns *which classes* propagation found
     confident first, and then calls the in-class members of slower classes
     outliers. These descriptors do not name a class, so what ConfNet learns
     transfers across classes: the prediction's top probability, margin and
-    entropy, how much the neighbours agree with it, how similar the vertex
-    is to its neighbours, its degree and its number of views.
+    entropy, how much the neighbours agree with it (the largest entry of
+    the walk's neighbour mean and its dot product with the prediction), how
+    similar the vertex is to its neighbours (mean and max edge weight), its
+    degree and its number of views. Computed row by row in one parallel
+    kernel, with no (n, n_classes) temporary.
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+    distributions : ndarray of shape (n, n_classes), float64
+        Rows sum to 1.
+    view_count : ndarray of shape (n,), int64
 
     Returns
     -------
     ndarray of shape (n, 9)
     """
-    ordered = np.sort(distributions, axis=1)
-    top, second = ordered[:, -1], ordered[:, -2] if distributions.shape[1] > 1 else np.zeros(len(ordered))
-    entropy = -(distributions * np.log(np.clip(distributions, 1e-12, None))).sum(axis=1)
-    neighbour_mean = adjacency @ distributions
-    agreement = (neighbour_mean * distributions).sum(axis=1)
-    degree = np.diff(graph.indptr)
-    weight_sum = np.asarray(graph.sum(axis=1)).ravel()
-    max_weight = np.zeros(len(degree))
-    has_edges = degree > 0
-    if has_edges.any():
-        # reduceat over the non-empty rows only: an empty last row would index past the data
-        max_weight[has_edges] = np.maximum.reduceat(graph.data, graph.indptr[:-1][has_edges])
-    mean_weight = weight_sum / np.maximum(degree, 1)
-    return np.column_stack([top, top - second, entropy, neighbour_mean.max(axis=1), agreement,
-                            mean_weight, max_weight, np.log1p(degree), np.log1p(view_count)])
+    descriptors = np.empty((distributions.shape[0], N_DESCRIPTORS))
+    graph = walk.graph
+    structural_descriptors(graph.indptr, graph.indices, graph.data, walk.inverse_degree,
+                           np.ascontiguousarray(distributions, dtype=np.float64), view_count, descriptors)
+    return descriptors

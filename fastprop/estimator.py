@@ -16,7 +16,7 @@ from ._validation import (
     check_real,
     check_validation,
 )
-from .adjacency import normalised_adjacency, smooth_rows
+from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
 from .graph import build_knn_graph, unit_rows
 from .linear import fit_softmax_regression, softmax_proba
@@ -35,7 +35,7 @@ class _FitContext:
     """What every propagation pass of one ``fit`` shares."""
 
     graph: object
-    adjacency: object
+    walk: RandomWalk
     unit: np.ndarray
     seed_class: np.ndarray
     n_classes: int
@@ -328,7 +328,7 @@ class FastProp:
             depth=int(self.predictor_depth),
         )
         context = _FitContext(
-            graph=graph, adjacency=normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float32), unit=unit, seed_class=seed_class,
+            graph=graph, walk=RandomWalk(graph), unit=unit, seed_class=seed_class,
             n_classes=classes.size, tie_rank=tie_rank, rng=rng,
             workspace=PatchWorkspace(graph, settings, unit.shape[1], n_slots=self._batch_size(n_samples),
                                      batch_columns=classes.size),
@@ -373,7 +373,7 @@ class FastProp:
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
-            rows = smooth_rows(context.adjacency, context.unit, seeds, int(self.predictor_depth))
+            rows = context.walk.smooth(context.unit, seeds, int(self.predictor_depth))
             row_class, self.n_training_patches_ = context.seed_class[seeds], 0
         coef, intercept = fit_softmax_regression(
             rows, np.eye(context.n_classes)[row_class], l2=float(self.predictor_l2)
@@ -397,16 +397,17 @@ class FastProp:
 
         clock = time.perf_counter()
         labeled = context.seed_class >= 0
-        distributions, multiview = self._distributions(state, context.adjacency, logits, intercept, labeled)
+        distributions, multiview = self._distributions(state, context.walk, logits, intercept, labeled)
+        del logits  # (n, n_classes): not needed by ConfNet
         confnet = None
         if self.confidence in ("both", "confnet"):
             self._notify("confnet")
             if self.confnet_features == "structure":
-                inputs = structural_features(context.graph, context.adjacency, distributions, state.view_count)
+                inputs = structural_features(context.walk, distributions, state.view_count)
             else:
                 inputs = context.unit
             confnet = confnet_confidence(
-                context.adjacency, inputs, multiview, np.flatnonzero(~labeled), eta=float(self.eta),
+                context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=float(self.eta),
                 depth=int(self.confnet_depth), l2=float(self.confnet_l2), tie_rank=context.tie_rank,
             )
         timings["confnet"] = time.perf_counter() - clock
@@ -428,15 +429,20 @@ class FastProp:
         n_jobs = None if self.random_state is not None else -1
         return build_knn_graph(features, n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
 
-    def _distributions(self, state, adjacency, logits, intercept, labeled):
-        """Mean of views where there are any, the global predictor elsewhere."""
+    def _distributions(self, state, walk, logits, intercept, labeled):
+        """Mean of views where there are any, the global predictor elsewhere.
+
+        Computed in place in ``state.probability_sum`` (which it returns):
+        the view sums are not needed afterwards, and at a million vertices
+        each (n, n_classes) copy is worth saving.
+        """
         seen = state.view_count > 0
-        distributions = np.empty_like(state.probability_sum)
-        distributions[seen] = state.probability_sum[seen] / state.view_count[seen, None]
-        distributions[labeled] = state.probability_sum[labeled]
+        distributions = state.probability_sum
+        mean_of_views = (seen & ~labeled)[:, None]  # seeds keep their one-hot row
+        np.divide(distributions, state.view_count[:, None], out=distributions, where=mean_of_views)
         unreached = np.flatnonzero(~seen & ~labeled)
         if unreached.size:
-            smoothed = smooth_rows(adjacency, logits, unreached, int(self.predictor_depth))
+            smoothed = walk.smooth(logits, unreached, int(self.predictor_depth))
             distributions[unreached] = softmax_proba(smoothed, np.eye(logits.shape[1]), intercept)
         distributions /= distributions.sum(axis=1, keepdims=True)
         multiview = np.where(seen | labeled, state.confidence, 0.0)

@@ -53,3 +53,24 @@ def slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, t
             frozen[vertex] = True
             joined.append(int(vertex))
     return joined
+
+
+def dense_random_walk(dense):
+    """``D~^-1 (W + I)`` of a dense affinity, in float64."""
+    closed = dense.astype(np.float64) + np.eye(len(dense))
+    return closed / closed.sum(axis=1, keepdims=True)
+
+
+def slow_structural_features(dense, distributions, view_count):
+    """ConfNet's nine descriptors from a dense affinity, column by column with NumPy."""
+    ordered = np.sort(distributions, axis=1)
+    top = ordered[:, -1]
+    second = ordered[:, -2] if distributions.shape[1] > 1 else np.zeros(len(ordered))
+    entropy = -(distributions * np.log(np.clip(distributions, 1e-12, None))).sum(axis=1)
+    neighbour_mean = dense_random_walk(dense) @ distributions
+    degree = (dense > 0).sum(axis=1)
+    max_weight = np.where(degree > 0, dense.max(axis=1), 0.0)
+    mean_weight = dense.sum(axis=1) / np.maximum(degree, 1)
+    return np.column_stack([top, top - second, entropy, neighbour_mean.max(axis=1),
+                            (neighbour_mean * distributions).sum(axis=1), mean_weight, max_weight,
+                            np.log1p(degree), np.log1p(view_count)])

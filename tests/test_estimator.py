@@ -264,24 +264,46 @@ def test_progress_callback_and_silence(capsys):
         FastProp(progress=3).fit(X, y)
 
 
-def test_structural_features_match_a_dense_reference_with_empty_rows():
+@pytest.mark.parametrize("n_classes", [1, 2, 5])
+def test_structural_features_match_a_dense_reference_with_empty_rows(n_classes):
     import scipy.sparse as sp
 
-    from fastprop.adjacency import normalised_adjacency
+    from fastprop.adjacency import RandomWalk
+    from fastprop.confnet import structural_features
+
+    from reference import slow_structural_features
+
+    rng = np.random.default_rng(20 + n_classes)
+    dense = rng.uniform(size=(2100, 2100)).astype(np.float32)  # > one task of rows
+    dense[dense < 0.995] = 0
+    dense = np.triu(dense, 1)
+    dense = dense + dense.T
+    dense[[0, 7, 2099]] = 0
+    dense[:, [0, 7, 2099]] = 0  # isolated, among them the last row
+    distributions = rng.dirichlet(np.ones(n_classes), size=2100)
+    distributions[3] = np.eye(n_classes)[0]  # exact zeros in the entropy
+    distributions[4] = 1.0 / n_classes  # a tie for the top
+    view_count = rng.integers(0, 5, size=2100)
+    features = structural_features(RandomWalk(sp.csr_matrix(dense)), distributions, view_count)
+    assert_allclose(features, slow_structural_features(dense, distributions, view_count), rtol=1e-6, atol=1e-9)
+
+
+def test_structural_features_hand_worked():
+    import scipy.sparse as sp
+
+    from fastprop.adjacency import RandomWalk
     from fastprop.confnet import structural_features
 
     dense = np.array([[0, 0.5, 0.2, 0], [0.5, 0, 0, 0], [0.2, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32)
-    graph = sp.csr_matrix(dense)
     distributions = np.array([[0.7, 0.3], [0.5, 0.5], [0.1, 0.9], [1.0, 0.0]])
-    features = structural_features(graph, normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float32), distributions, np.array([2, 1, 3, 0]))
-    assert features.shape == (4, 9) and np.all(np.isfinite(features))
+    features = structural_features(RandomWalk(sp.csr_matrix(dense)), distributions, np.array([2, 1, 3, 0]))
     assert_allclose(features[:, 0], [0.7, 0.5, 0.9, 1.0])          # top probability
     assert_allclose(features[:, 1], [0.4, 0.0, 0.8, 1.0])          # margin
     assert_allclose(features[:, 6], [0.5, 0.5, 0.2, 0.0])          # max edge weight, 0 when isolated
     assert_allclose(features[:, 5], [0.35, 0.5, 0.2, 0.0])         # mean edge weight
-    operator = (dense + np.eye(4)) / (dense + np.eye(4)).sum(axis=1, keepdims=True)
-    neighbour_mean = operator @ distributions
-    assert_allclose(features[:, 4], (neighbour_mean * distributions).sum(axis=1), atol=1e-6)
+    # vertex 1: (1 * [0.5, 0.5] + 0.5 * [0.7, 0.3]) / 1.5 = [0.5667, 0.4333]
+    assert_allclose(features[1, 3], 0.85 / 1.5)
+    assert_allclose(features[:, 8], np.log1p([2, 1, 3, 0]))
 
 
 def test_tiny_inputs_with_isolated_last_vertex():
@@ -308,21 +330,6 @@ def test_capped_patches_are_processed_only_when_asked():
     assert processed.n_iter_ == 2 and processed.view_count_.max() == 1  # one patch per seed
 
 
-def test_normalised_adjacency_matches_dense_formula():
-    import scipy.sparse as sp
-
-    from fastprop.adjacency import normalised_adjacency
-
-    dense = np.random.default_rng(11).uniform(size=(6, 6)).astype(np.float32)
-    dense = np.triu(dense, 1)
-    dense = dense + dense.T
-    dense[dense < 0.4] = 0
-    operator = normalised_adjacency(sp.csr_matrix(dense), kind="row", self_loops=True, dtype=np.float32)
-    expected = (dense + np.eye(6)) / (dense + np.eye(6)).sum(axis=1, keepdims=True)
-    assert operator.dtype == np.float32
-    assert_allclose(operator.toarray(), expected, rtol=1e-6)
-
-
 def test_warmup_runs_both_training_paths():
     from fastprop import warmup
 
@@ -342,22 +349,3 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
-
-
-@pytest.mark.parametrize("depth", [0, 1, 2, 3])
-def test_smooth_rows_matches_dense_powers(depth):
-    import scipy.sparse as sp
-
-    from fastprop.adjacency import normalised_adjacency, smooth_rows
-
-    rng = np.random.default_rng(14)
-    dense = rng.uniform(size=(40, 40)).astype(np.float32)
-    dense[dense < 0.9] = 0
-    dense = np.triu(dense, 1)
-    dense = dense + dense.T
-    adjacency = normalised_adjacency(sp.csr_matrix(dense), kind="row", self_loops=True, dtype=np.float32)
-    values = rng.normal(size=(40, 3)).astype(np.float32)
-    expected = np.linalg.matrix_power(adjacency.toarray().astype(np.float64), depth) @ values
-    rows = np.array([3, 17, 17, 25])
-    assert_allclose(smooth_rows(adjacency, values, rows, depth), expected[rows], rtol=1e-5, atol=1e-6)
-    assert_allclose(smooth_rows(adjacency, values, slice(None), depth), expected, rtol=1e-5, atol=1e-6)

@@ -167,7 +167,7 @@ class CorrectAndSmooth(GraphBaseline):
         if base == "sgc":
             features = sgc_features(features, problem.graph, depth)
         base_proba = seed_classifier_proba(features, problem, l2=l2, max_iter=max_iter, name="CorrectAndSmooth")
-        operator = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
+        operator = normalised_adjacency(problem.graph, self_loops=False, dtype=np.float64)
         steps = propagation["n_propagation"]
         corrected = _correct(
             base_proba,

@@ -237,7 +237,7 @@ class GCN(GraphBaseline):
 
     def _scores(self, problem, *, hidden, max_epochs, rng, **training):
         dtype = np.float32
-        adjacency = normalised_adjacency(problem.graph, kind="sym", self_loops=True, dtype=dtype)
+        adjacency = normalised_adjacency(problem.graph, self_loops=True, dtype=dtype)
         inputs, propagation = _training_problem(adjacency, problem.features, problem.seeds)
         n_features, n_classes = problem.features.shape[1], problem.classes.size
         params = [

@@ -211,7 +211,7 @@ class LabelSpreading(GraphBaseline):
         return {"alpha": alpha, **_check_iteration(self.max_iter, self.tol)}
 
     def _scores(self, problem, *, alpha, max_iter, tol):
-        spread = normalised_adjacency(problem.graph, kind="sym", self_loops=False, dtype=np.float64)
+        spread = normalised_adjacency(problem.graph, self_loops=False, dtype=np.float64)
         step = restart_step(spread, alpha, problem.targets)
         scores, self.n_iter_ = iterate(
             step, problem.targets, max_iter=max_iter, tol=tol, name="LabelSpreading"

@@ -1,9 +1,8 @@
 """Simple graph convolution (Wu et al., 2019): propagated features, then a linear model."""
 
-import numpy as np
 
 from .._validation import check_integer, check_real
-from ..adjacency import normalised_adjacency, smooth_rows
+from ..adjacency import RandomWalk
 from ._common import GraphBaseline, seed_classifier_proba
 
 
@@ -14,8 +13,7 @@ def sgc_features(features, graph, depth):
     affinity) matches FastProp's local predictor. Isolated vertices keep their
     own features (their only neighbour is their self loop).
     """
-    walk = normalised_adjacency(graph, kind="row", self_loops=True, dtype=np.float64)
-    return smooth_rows(walk, np.asarray(features, dtype=np.float64), slice(None), depth)
+    return RandomWalk(graph).smooth(features, None, depth)
 
 
 def check_linear_params(l2, max_iter):

@@ -1,0 +1,43 @@
+"""The random walk ``D~^-1 (W + I)`` applied to dense values row by row, never stored."""
+
+import numba
+import numpy as np
+
+from .._config import JIT_OPTIONS, PARALLEL_JIT_OPTIONS
+
+
+@numba.njit(**JIT_OPTIONS)
+def inverse_closed_degree(indptr, data, out):
+    """``out[i] = 1 / (1 + sum_j W_ij)``: the walk's row scale (self loop included)."""
+    for row in range(indptr.shape[0] - 1):
+        total = 1.0
+        for entry in range(indptr[row], indptr[row + 1]):
+            total += data[entry]
+        out[row] = 1.0 / total
+
+
+@numba.njit(**PARALLEL_JIT_OPTIONS)
+def walk_rows(indptr, indices, data, inverse_degree, values, position, rows, out):
+    """``out[r] = ((D~^-1 (W + I)) @ V)[rows[r]]`` in float64.
+
+    Vertex ``v`` reads its value from ``values[position[v]]``, or from
+    ``values[v]`` when ``position`` is empty; every vertex in the closed
+    neighbourhood of ``rows`` must have one. Each iteration writes its own
+    row of ``out`` only.
+    """
+    identity = position.shape[0] == 0
+    n_columns = values.shape[1]
+    for row in numba.prange(rows.shape[0]):
+        vertex = rows[row]
+        source = vertex if identity else position[vertex]
+        for column in range(n_columns):
+            out[row, column] = values[source, column]
+        for entry in range(indptr[vertex], indptr[vertex + 1]):
+            neighbour = indices[entry]
+            source = neighbour if identity else position[neighbour]
+            weight = np.float64(data[entry])
+            for column in range(n_columns):
+                out[row, column] += weight * values[source, column]
+        scale = inverse_degree[vertex]
+        for column in range(n_columns):
+            out[row, column] *= scale

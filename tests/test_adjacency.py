@@ -1,0 +1,61 @@
+"""RandomWalk (FastProp's D~^-1 (W + I), never stored) and the symmetric normalisation."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from reference import dense_random_walk
+
+from fastprop.adjacency import RandomWalk
+
+
+def sparse_symmetric(n_samples, seed, keep=0.1):
+    rng = np.random.default_rng(seed)
+    dense = rng.uniform(size=(n_samples, n_samples)).astype(np.float32)
+    dense[dense > keep] = 0
+    dense = np.triu(dense, 1)
+    dense = dense + dense.T
+    dense[5] = dense[:, 5] = 0  # an isolated vertex: its walk is its self loop
+    return dense
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("value_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_smooth_matches_dense_powers(index_dtype, value_dtype, depth):
+    dense = sparse_symmetric(40, seed=14)
+    graph = sp.csr_matrix(dense)
+    graph.indptr, graph.indices = graph.indptr.astype(index_dtype), graph.indices.astype(index_dtype)
+    values = np.random.default_rng(15).normal(size=(40, 3)).astype(value_dtype)
+    expected = np.linalg.matrix_power(dense_random_walk(dense), depth) @ values.astype(np.float64)
+    walk = RandomWalk(graph)
+    rows = np.array([3, 17, 17, 5, 25])
+    assert_allclose(walk.smooth(values, rows, depth), expected[rows], rtol=1e-6, atol=1e-7)
+    assert_allclose(walk.smooth(values, None, depth), expected, rtol=1e-6, atol=1e-7)
+    assert walk.smooth(values, rows, depth).dtype == np.float64
+
+
+def test_smooth_in_chunks_equals_smooth_at_once(monkeypatch):
+    dense = sparse_symmetric(60, seed=16, keep=0.05)
+    walk = RandomWalk(sp.csr_matrix(dense))
+    values = np.random.default_rng(17).normal(size=60)  # 1-D values keep their shape
+    rows = np.random.default_rng(18).permutation(60)[:45]
+    at_once = walk.smooth(values, rows, 2)
+    monkeypatch.setattr(RandomWalk, "ROWS_PER_CHUNK", 4)
+    assert_array_equal(walk.smooth(values, rows, 2), at_once)
+    assert at_once.shape == (45,)
+    assert_allclose(at_once, (np.linalg.matrix_power(dense_random_walk(dense), 2) @ values)[rows], atol=1e-12)
+
+
+def test_walk_rows_sum_to_one_and_graph_is_untouched():
+    graph = sp.csr_matrix(sparse_symmetric(30, seed=19))
+    before = graph.copy()
+    walk = RandomWalk(graph)
+    assert_allclose(walk.smooth(np.ones((30, 2)), None, 2), 1.0)
+    assert_array_equal(graph.data, before.data)
+    assert_allclose(walk.inverse_degree, 1.0 / (1.0 + np.asarray(before.sum(axis=1)).ravel()), rtol=1e-6)
+
+
+def test_smooth_of_no_rows_is_empty():
+    walk = RandomWalk(sp.csr_matrix(sparse_symmetric(10, seed=20)))
+    assert walk.smooth(np.ones((10, 4)), np.array([], dtype=np.int64), 2).shape == (0, 4)
