@@ -25,6 +25,7 @@ from ._validation import (
 EXACT_SEARCH_MAX_SAMPLES = 30_000
 
 _BLOCK_BYTES = 64 * 2**20
+_QUERY_ROWS = 65536
 _MAX_EF = 4096
 
 
@@ -40,58 +41,62 @@ def unit_rows(features):
     return (features / norms).astype(features.dtype, copy=False)
 
 
-def _exact_search(unit, n_neighbors):
+def _exact_search(unit, n_neighbors, indices, similarities):
+    """Fill ``indices``/``similarities`` (n_samples, n_neighbors) by blocked brute force."""
     n_samples = unit.shape[0]
     block = max(1, min(n_samples, _BLOCK_BYTES // (4 * n_samples)))
-    indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
-    similarities = np.empty((n_samples, n_neighbors), dtype=np.float32)
     for start in range(0, n_samples, block):
         stop = min(start + block, n_samples)
         top_k_rows(unit[start:stop] @ unit.T, n_neighbors, start, indices[start:stop], similarities[start:stop])
-    return indices, similarities
 
 
-def _hnsw_search(unit, n_neighbors, *, M, ef_construction, ef, seed, build_jobs, n_jobs):
+def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construction, ef, seed, build_jobs,
+                 n_jobs):
+    """Fill ``indices``/``similarities`` with hnswlib (cosine space: it normalises rows itself).
+
+    Queries run in chunks of ``_QUERY_ROWS`` rows, so hnswlib's uint64
+    labels and float32 distances never exist for all samples at once.
+    """
     import hnswlib
 
-    n_samples, n_features = unit.shape
+    n_samples, n_features = features.shape
     index = hnswlib.Index(space="cosine", dim=n_features)
     index.init_index(max_elements=n_samples, ef_construction=ef_construction, M=M, random_seed=seed)
-    index.add_items(unit, np.arange(n_samples), num_threads=build_jobs)
+    index.add_items(features, np.arange(n_samples), num_threads=build_jobs)
     n_query = min(n_neighbors + 1, n_samples)
     search_ef = max(ef, n_query)
-    while True:
-        index.set_ef(search_ef)
-        try:
-            labels, distances = index.knn_query(unit, k=n_query, num_threads=n_jobs)
-            break
-        except RuntimeError as error:
-            if search_ef >= _MAX_EF:
-                raise ValueError(
-                    f"hnswlib found fewer than {n_query} neighbours for some points even with "
-                    f"ef={search_ef} ({error}). Increase M or ef_construction, or use "
-                    "method='exact'."
-                ) from None
-            search_ef = min(2 * search_ef, _MAX_EF)
-    labels = labels.view(np.int64)  # ids < n_samples: the same bits, no copy
-    similarities = np.subtract(np.float32(1.0), distances, out=distances)
-    return _drop_self(labels, similarities, n_neighbors)
+    for start in range(0, n_samples, _QUERY_ROWS):
+        stop = min(start + _QUERY_ROWS, n_samples)
+        while True:
+            index.set_ef(search_ef)
+            try:
+                labels, distances = index.knn_query(features[start:stop], k=n_query, num_threads=n_jobs)
+                break
+            except RuntimeError as error:
+                if search_ef >= _MAX_EF:
+                    raise ValueError(
+                        f"hnswlib found fewer than {n_query} neighbours for some points even with "
+                        f"ef={search_ef} ({error}). Increase M or ef_construction, or use "
+                        "method='exact'."
+                    ) from None
+                search_ef = min(2 * search_ef, _MAX_EF)
+        _drop_self(labels.view(np.int64), np.subtract(np.float32(1.0), distances, out=distances), start,
+                   indices[start:stop], similarities[start:stop])
 
 
-def _drop_self(labels, similarities, n_neighbors):
-    """Remove each row's own index (hnswlib may list a duplicate point first).
+def _drop_self(labels, similarities, first_row, out_indices, out_similarities):
+    """Write each row's neighbours without its own index (hnswlib may list a duplicate point first).
 
-    Rows that do not contain themselves keep their first ``n_neighbors`` entries.
+    Row ``r`` is sample ``first_row + r``. Rows that do not contain
+    themselves keep their first ``n_neighbors`` entries.
     """
-    n_samples = labels.shape[0]
-    is_self = labels == np.arange(n_samples)[:, None]
+    n_rows, n_neighbors = out_indices.shape
+    is_self = labels == np.arange(first_row, first_row + n_rows)[:, None]
     missing_self = ~is_self.any(axis=1)
     is_self[missing_self, -1] = True
     keep = ~is_self
-    return (
-        labels[keep].reshape(n_samples, n_neighbors),
-        similarities[keep].reshape(n_samples, n_neighbors),
-    )
+    out_indices[:] = labels[keep].reshape(n_rows, n_neighbors)
+    out_similarities[:] = similarities[keep].reshape(n_rows, n_neighbors)
 
 
 def _resolve_n_jobs(n_jobs):
@@ -150,6 +155,13 @@ def knn_search(
     similarities : ndarray of shape (n_samples, n_neighbors), float32
         Cosine similarities, in [-1, 1].
     """
+    return _knn_lists(X, n_neighbors, compact=False, method=method, M=M, ef_construction=ef_construction, ef=ef,
+                      random_state=random_state, n_jobs=n_jobs)
+
+
+def _knn_lists(X, n_neighbors, *, compact, method="auto", M=32, ef_construction=100, ef=None,
+               random_state=None, n_jobs=None):
+    """:func:`knn_search`; with ``compact``, int32 indices whenever they fit (half the memory)."""
     features = check_features(X)
     n_samples = features.shape[0]
     n_neighbors = check_n_neighbors(n_neighbors, n_samples)
@@ -162,14 +174,17 @@ def knn_search(
     n_jobs = _resolve_n_jobs(n_jobs)
     if method == "auto":
         method = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
-    unit = unit_rows(features)
+    index_dtype = np.int32 if compact and n_samples < 2**31 else np.int64
+    indices = np.empty((n_samples, n_neighbors), dtype=index_dtype)
+    similarities = np.empty((n_samples, n_neighbors), dtype=np.float32)
     if method == "exact":
-        return _exact_search(unit, n_neighbors)
-    seed = int(rng.integers(0, 2**31 - 1))
-    return _hnsw_search(
-        unit, n_neighbors, M=M, ef_construction=ef_construction, ef=ef, seed=seed,
-        build_jobs=1 if deterministic_build else n_jobs, n_jobs=n_jobs,
-    )
+        _exact_search(unit_rows(features), n_neighbors, indices, similarities)
+    else:
+        _hnsw_search(
+            features, n_neighbors, indices, similarities, M=M, ef_construction=ef_construction, ef=ef,
+            seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if deterministic_build else n_jobs, n_jobs=n_jobs,
+        )
+    return indices, similarities
 
 
 def knn_graph_from_lists(indices, similarities, n_samples=None):
@@ -191,7 +206,10 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
         weights clipped at 0 with zero-weight edges dropped, no self loops,
         sorted indices.
     """
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    indices = np.asarray(indices)
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    indices = np.ascontiguousarray(indices)
     similarities = np.ascontiguousarray(similarities, dtype=np.float32)
     if indices.ndim != 2 or indices.shape != similarities.shape:
         raise ValueError(
@@ -240,7 +258,7 @@ def build_knn_graph(X, n_neighbors=30, *, method="auto", **search_options):
     >>> G.shape, (G != G.T).nnz
     ((200, 200), 0)
     """
-    indices, similarities = knn_search(X, n_neighbors, method=method, **search_options)
+    indices, similarities = _knn_lists(X, n_neighbors, compact=True, method=method, **search_options)
     return knn_graph_from_lists(indices, similarities)
 
 

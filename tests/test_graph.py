@@ -71,6 +71,19 @@ def test_csr_kernel_matches_slow_construction(seed):
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_kernel_over_several_row_tasks_with_a_hub(index_dtype):
+    rng = np.random.default_rng(7)
+    n, k = 2500, 5  # more rows than one parallel task holds
+    indices = rng.integers(0, n, size=(n, k)).astype(index_dtype)
+    indices[::3, 0] = 1234  # a hub with a long in-list
+    similarities = rng.uniform(0.05, 1.0, size=(n, k)).astype(np.float32)
+    indptr, columns, weights = knn_to_symmetric_csr(indices, similarities, index_dtype)
+    assert indptr.dtype == columns.dtype == index_dtype
+    got = sp.csr_matrix((weights, columns, indptr), shape=(n, n))
+    assert_array_equal(got.toarray(), slow_symmetric_graph(indices.astype(np.int64), similarities, n))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_csr_kernel_accepts_int32_and_int64(index_dtype):
     indices = np.array([[1, 2], [0, 2], [1, 0]], dtype=index_dtype)
     similarities = np.array([[0.5, 0.25], [0.75, 0.1], [0.2, 0.3]], dtype=np.float32)
@@ -111,6 +124,20 @@ def test_duplicates_never_list_themselves():
         assert_allclose(similarities[:, 0], 1.0, atol=1e-5)  # its twin comes first
         G = build_knn_graph(X, 5, method=method, random_state=0, n_jobs=1)
         assert np.all(G.diagonal() == 0)
+
+
+def test_hnsw_queries_in_chunks_equal_one_query(monkeypatch):
+    import fastprop.graph as graph_module
+
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=(200, 6))
+    X = np.vstack([base, base[:30]])  # duplicates may list their twin before themselves
+    whole = knn_search(X, 5, method="hnsw", random_state=0, n_jobs=1)
+    monkeypatch.setattr(graph_module, "_QUERY_ROWS", 17)
+    chunked = knn_search(X, 5, method="hnsw", random_state=0, n_jobs=1)
+    assert_array_equal(whole[0], chunked[0])
+    assert_array_equal(whole[1], chunked[1])
+    assert not np.any(chunked[0] == np.arange(len(X))[:, None])
 
 
 def test_hnsw_recall_against_exact():

@@ -6,88 +6,91 @@ import numpy as np
 from .._config import JIT_OPTIONS, PARALLEL_JIT_OPTIONS
 
 
-@numba.njit(**JIT_OPTIONS)
-def _scatter_both_directions(neighbors, similarities, row_counts, columns, weights):
-    """Write every positive edge i->j into row i and row j of an unsorted CSR.
+_ROWS_PER_TASK = 1024
 
-    ``row_counts`` holds the per-row offsets on entry and is advanced in place.
-    Entries with a negative neighbour index, a self index or a weight <= 0
-    are skipped.
+
+@numba.njit(**JIT_OPTIONS)
+def _is_edge(i, j, weight):
+    """An entry ``i -> j`` of the kNN lists is an edge unless missing, a self loop or not positive."""
+    return j >= 0 and j != i and weight > 0
+
+
+@numba.njit(**JIT_OPTIONS)
+def _reverse_lists(neighbors, similarities, in_indptr, in_sources, in_weights):
+    """Fill the transposed lists: ``in_sources[in_indptr[j]:in_indptr[j + 1]]`` point to ``j``.
+
+    ``in_indptr`` must already hold the cumulated in-degrees.
     """
     n_rows, n_neighbors = neighbors.shape
+    fill = in_indptr[:-1].copy()
     for i in range(n_rows):
         for slot in range(n_neighbors):
             j = neighbors[i, slot]
-            weight = similarities[i, slot]
-            if j < 0 or j == i or not weight > 0:
-                continue
-            columns[row_counts[i]] = j
-            weights[row_counts[i]] = weight
-            row_counts[i] += 1
-            columns[row_counts[j]] = i
-            weights[row_counts[j]] = weight
-            row_counts[j] += 1
-
-
-@numba.njit(**JIT_OPTIONS)
-def _count_both_directions(neighbors, similarities, counts):
-    n_rows, n_neighbors = neighbors.shape
-    for i in range(n_rows):
-        for slot in range(n_neighbors):
-            j = neighbors[i, slot]
-            if j < 0 or j == i or not similarities[i, slot] > 0:
-                continue
-            counts[i] += 1
-            counts[j] += 1
+            if _is_edge(i, j, similarities[i, slot]):
+                in_sources[fill[j]] = i
+                in_weights[fill[j]] = similarities[i, slot]
+                fill[j] += 1
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def _sort_and_merge_rows(starts, columns, weights, unique_counts):
-    """Sort each row by column and merge duplicates keeping the larger weight.
+def _merge_rows(neighbors, similarities, in_indptr, in_sources, in_weights, row_sizes, indptr, columns, weights):
+    """Row ``i`` of the symmetric graph: its out-list and in-list merged, sorted by column.
 
-    Each row is compacted to the front of its own segment; ``unique_counts[i]``
-    receives its new length. Rows are independent, so the loop is race free.
+    A duplicate column keeps the larger weight. With ``indptr`` empty, only
+    count: ``row_sizes[i]`` receives the merged length; otherwise write each
+    row at ``indptr[i]``. Tasks of consecutive rows run in parallel, each
+    with its own scratch and writing only its own rows: race free.
     """
-    n_rows = starts.shape[0] - 1
-    for i in numba.prange(n_rows):
-        begin = starts[i]
-        end = starts[i + 1]
-        if end == begin:
-            unique_counts[i] = 0
-            continue
-        order = np.argsort(columns[begin:end], kind="mergesort")
-        row_columns = columns[begin:end][order]
-        row_weights = weights[begin:end][order]
-        write = 0
-        for read in range(row_columns.shape[0]):
-            if write > 0 and row_columns[read] == row_columns[write - 1]:
-                if row_weights[read] > row_weights[write - 1]:
-                    row_weights[write - 1] = row_weights[read]
-            else:
-                row_columns[write] = row_columns[read]
-                row_weights[write] = row_weights[read]
-                write += 1
-        columns[begin : begin + write] = row_columns[:write]
-        weights[begin : begin + write] = row_weights[:write]
-        unique_counts[i] = write
-
-
-@numba.njit(**JIT_OPTIONS)
-def _compact(starts, unique_counts, columns, weights, indptr, out_columns, out_weights):
-    n_rows = starts.shape[0] - 1
-    indptr[0] = 0
+    n_rows, n_neighbors = neighbors.shape
+    count_only = indptr.shape[0] == 0
+    longest = 0
     for i in range(n_rows):
-        indptr[i + 1] = indptr[i] + unique_counts[i]
-        out_columns[indptr[i] : indptr[i + 1]] = columns[starts[i] : starts[i] + unique_counts[i]]
-        out_weights[indptr[i] : indptr[i + 1]] = weights[starts[i] : starts[i] + unique_counts[i]]
+        longest = max(longest, in_indptr[i + 1] - in_indptr[i])
+    n_tasks = (n_rows + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
+    for task in numba.prange(n_tasks):
+        candidate_columns = np.empty(n_neighbors + longest, dtype=np.int64)
+        candidate_weights = np.empty(n_neighbors + longest, dtype=np.float32)
+        for i in range(task * _ROWS_PER_TASK, min(n_rows, (task + 1) * _ROWS_PER_TASK)):
+            n_candidates = 0
+            for slot in range(n_neighbors):
+                j = neighbors[i, slot]
+                if _is_edge(i, j, similarities[i, slot]):
+                    candidate_columns[n_candidates] = j
+                    candidate_weights[n_candidates] = similarities[i, slot]
+                    n_candidates += 1
+            for entry in range(in_indptr[i], in_indptr[i + 1]):
+                candidate_columns[n_candidates] = in_sources[entry]
+                candidate_weights[n_candidates] = in_weights[entry]
+                n_candidates += 1
+            order = np.argsort(candidate_columns[:n_candidates])
+            write = 0 if count_only else indptr[i]
+            size = 0
+            previous = -1
+            for position in range(n_candidates):
+                column = candidate_columns[order[position]]
+                weight = candidate_weights[order[position]]
+                if column == previous:
+                    if not count_only and weight > weights[write - 1]:
+                        weights[write - 1] = weight
+                    continue
+                previous = column
+                size += 1
+                if not count_only:
+                    columns[write] = column
+                    weights[write] = weight
+                    write += 1
+            row_sizes[i] = size
 
 
 def knn_to_symmetric_csr(neighbors, similarities, index_dtype=np.int64):
     """Symmetrise directed kNN lists into CSR arrays.
 
+    Memory: the transposed lists (the size of the input) and the exact-size
+    output, no unmerged ``2 * n * k`` buffer.
+
     Parameters
     ----------
-    neighbors : ndarray of shape (n, k), integer
+    neighbors : ndarray of shape (n, k), int32 or int64
         Neighbour indices; negative entries are ignored.
     similarities : ndarray of shape (n, k), float32
         Edge weights; entries <= 0 are ignored (no explicit zeros are stored).
@@ -103,21 +106,32 @@ def knn_to_symmetric_csr(neighbors, similarities, index_dtype=np.int64):
         columns sorted within each row, no self loops.
     """
     n_rows = neighbors.shape[0]
-    counts = np.zeros(n_rows, dtype=np.int64)
-    _count_both_directions(neighbors, similarities, counts)
-    starts = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    columns = np.empty(starts[-1], dtype=index_dtype)
-    weights = np.empty(starts[-1], dtype=np.float32)
-    _scatter_both_directions(neighbors, similarities, starts[:-1].copy(), columns, weights)
-    unique_counts = np.empty(n_rows, dtype=np.int64)
-    _sort_and_merge_rows(starts, columns, weights, unique_counts)
-    indptr = np.empty(n_rows + 1, dtype=index_dtype)
-    n_edges = int(unique_counts.sum())
-    out_columns = np.empty(n_edges, dtype=index_dtype)
-    out_weights = np.empty(n_edges, dtype=np.float32)
-    _compact(starts, unique_counts, columns, weights, indptr, out_columns, out_weights)
-    return indptr, out_columns, out_weights
+    in_indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    _count_in_degrees(neighbors, similarities, in_indptr[1:])
+    np.cumsum(in_indptr, out=in_indptr)
+    in_sources = np.empty(in_indptr[-1], dtype=index_dtype)
+    in_weights = np.empty(in_indptr[-1], dtype=np.float32)
+    _reverse_lists(neighbors, similarities, in_indptr, in_sources, in_weights)
+    row_sizes = np.empty(n_rows, dtype=np.int64)
+    no_output = np.empty(0, dtype=index_dtype)
+    _merge_rows(neighbors, similarities, in_indptr, in_sources, in_weights, row_sizes,
+                no_output, no_output, np.empty(0, dtype=np.float32))
+    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
+    np.cumsum(row_sizes, out=indptr[1:])
+    columns = np.empty(indptr[-1], dtype=index_dtype)
+    weights = np.empty(indptr[-1], dtype=np.float32)
+    _merge_rows(neighbors, similarities, in_indptr, in_sources, in_weights, row_sizes, indptr, columns, weights)
+    return indptr, columns, weights
+
+
+@numba.njit(**JIT_OPTIONS)
+def _count_in_degrees(neighbors, similarities, in_degree):
+    n_rows, n_neighbors = neighbors.shape
+    for i in range(n_rows):
+        for slot in range(n_neighbors):
+            j = neighbors[i, slot]
+            if _is_edge(i, j, similarities[i, slot]):
+                in_degree[j] += 1
 
 
 @numba.njit(**JIT_OPTIONS)
