@@ -69,6 +69,7 @@ class PatchWorkspace:
         self.stamp_values = np.zeros(n_slots, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
+        self.in_batch = np.zeros(n_vertices, dtype=np.bool_)
         self.local_indptr = np.empty((n_slots, self.buffer_rows + 1), dtype=np.int64)
         self.local_indices = np.empty((n_slots, capacity), dtype=np.int64)
         self.local_weights = np.empty((n_slots, capacity), dtype=np.float64)
@@ -125,7 +126,7 @@ class PatchWorkspace:
         first, second = self._buffers(1, values.shape[1])
         smooth_patch_batch(
             1, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
-            self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
+            self.in_batch, self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
             values, self.settings.depth, first, second, frozen,
         )
         return (first if self.settings.depth % 2 == 0 else second)[0][:size]
@@ -139,7 +140,7 @@ class PatchWorkspace:
         first, second = self._buffers(n_patches, logits.shape[1])
         process_patch_batch(
             n_patches, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
-            self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
+            self.in_batch, self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
             logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
             state.view_count, state.confidence, single_view_confidence, confident_threshold,
             self.newly_confident, self.n_newly_confident,

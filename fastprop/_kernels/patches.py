@@ -4,6 +4,13 @@ A patch is stored as an array ``patch[:size]`` of global vertex ids in BFS
 order. ``stamp[v] == stamp_value`` marks membership of the current patch and
 ``local_index[v]`` gives v's position in it, so that a patch costs O(patch)
 and never an O(N) reset: each new patch uses a fresh ``stamp_value``.
+
+Building a patch's induced subgraph tests every neighbour of every member
+(~50 per member, most of them outside). On large graphs each such random
+read misses the cache, so the test reads a byte map first, ``in_batch``
+(N bytes: set for the members of the patches being processed, cleared
+after), and the 8-byte ``stamp``/``local_index`` only for flagged vertices:
+about twice as fast at a million vertices.
 """
 
 import numba
@@ -89,12 +96,22 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
 
 
 @numba.njit(**JIT_OPTIONS)
-def induced_subgraph(patch, size, indptr, indices, data, stamp, stamp_value, local_index,
+def mark_members(n_patches, patches, sizes, in_batch, value):
+    """Set ``in_batch`` to ``value`` for the members of patches ``0..n_patches-1``."""
+    for batch_index in range(n_patches):
+        for row in range(sizes[batch_index]):
+            in_batch[patches[batch_index, row]] = value
+
+
+@numba.njit(**JIT_OPTIONS)
+def induced_subgraph(patch, size, indptr, indices, data, in_batch, stamp, stamp_value, local_index,
                      local_indptr, local_indices, local_weights):
     """Row-normalised induced affinity of a patch, with unit self loops.
 
     Row ``r`` of the output is ``D~^-1 (A_P + I)`` for vertex ``patch[r]``:
     its own entry first, then its in-patch neighbours in global CSR order.
+    A neighbour is in the patch when ``in_batch`` flags it and its stamp is
+    ``stamp_value``; ``in_batch`` must flag at least the patch's members.
     ``local_indices``/``local_weights`` need room for ``size + sum(degree) + 1``
     entries.
 
@@ -113,16 +130,13 @@ def induced_subgraph(patch, size, indptr, indices, data, stamp, stamp_value, loc
         degree = 1.0
         count += 1
         for edge in range(indptr[vertex], indptr[vertex + 1]):
-            # Branch-free: every neighbour is written, only members advance ``count``
-            # (about twice as fast as branching on membership).
             neighbour = indices[edge]
-            inside = stamp[neighbour] == stamp_value
-            weight = data[edge]
-            local_indices[count] = local_index[neighbour]
-            local_weights[count] = weight
-            if inside:
+            if in_batch[neighbour] and stamp[neighbour] == stamp_value:
+                weight = data[edge]
+                local_indices[count] = local_index[neighbour]
+                local_weights[count] = weight
                 degree += weight
-            count += inside
+                count += 1
         inverse = 1.0 / degree
         for entry in range(row_start, count):
             local_weights[entry] *= inverse
@@ -178,21 +192,26 @@ def patch_sgc(patch, size, local_indptr, local_indices, local_weights, values, d
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def smooth_patch_batch(n_patches, patches, sizes, stamp_values, indptr, indices, data, stamp, local_index,
-                       local_indptr, local_indices, local_weights, values, depth, first, second, frozen):
+def smooth_patch_batch(n_patches, patches, sizes, stamp_values, indptr, indices, data, in_batch, stamp,
+                       local_index, local_indptr, local_indices, local_weights, values, depth, first, second,
+                       frozen):
     """:func:`induced_subgraph` then :func:`patch_sgc` for a batch of disjoint patches, in parallel.
 
     Patch ``b`` is ``patches[b, :sizes[b]]`` with stamp ``stamp_values[b]``;
     it uses only row ``b`` of every buffer, and reads the shared arrays
-    (``stamp``, ``local_index``, ``values``, ``frozen``) without writing
-    them, so the loop is race free and its result does not depend on the
-    thread count. The result of patch ``b`` is in ``first[b]`` when
+    (``in_batch``, ``stamp``, ``local_index``, ``values``, ``frozen``)
+    without writing them, so the loop is race free and its result does not
+    depend on the thread count. ``in_batch`` (all False on entry and on
+    exit) flags the batch's members while it runs, set and cleared outside
+    the parallel loop. The result of patch ``b`` is in ``first[b]`` when
     ``depth`` is even, else in ``second[b]``.
     """
+    mark_members(n_patches, patches, sizes, in_batch, True)
     for batch_index in numba.prange(n_patches):
         size = sizes[batch_index]
-        induced_subgraph(patches[batch_index], size, indptr, indices, data, stamp, stamp_values[batch_index],
-                         local_index, local_indptr[batch_index], local_indices[batch_index],
-                         local_weights[batch_index])
+        induced_subgraph(patches[batch_index], size, indptr, indices, data, in_batch, stamp,
+                         stamp_values[batch_index], local_index, local_indptr[batch_index],
+                         local_indices[batch_index], local_weights[batch_index])
         patch_sgc(patches[batch_index], size, local_indptr[batch_index], local_indices[batch_index],
                   local_weights[batch_index], values, depth, first[batch_index], second[batch_index], frozen)
+    mark_members(n_patches, patches, sizes, in_batch, False)
