@@ -14,6 +14,8 @@ from ._kernels.walk import inverse_closed_degree, walk_rows
 
 #: The empty ``position`` array: every vertex reads its own row of the values.
 _IDENTITY = np.empty(0, dtype=np.int64)
+#: The empty ``value_scale`` array: values are read as they are.
+_NONE = np.empty(0, dtype=np.float64)
 
 
 def normalised_adjacency(graph, *, self_loops, dtype):
@@ -72,8 +74,8 @@ class RandomWalk:
         self.inverse_degree = np.empty(graph.shape[0])
         inverse_closed_degree(graph.indptr, graph.data, self.inverse_degree)
 
-    def smooth(self, values, rows=None, depth=1):
-        """Rows ``rows`` of ``(D~^-1 (W + I))^depth @ values``, in float64.
+    def smooth(self, values, rows=None, depth=1, row_scale=None):
+        """Rows ``rows`` of ``(D~^-1 (W + I))^depth @ diag(row_scale) @ values``, in float64.
 
         Parameters
         ----------
@@ -84,6 +86,10 @@ class RandomWalk:
             reads, so a few seeds never cost an (n_samples, n_columns) product.
         depth : int
             Number of steps, ``>= 0``.
+        row_scale : ndarray of shape (n_samples,) or None
+            Factors applied to the rows of ``values`` as they are read (e.g.
+            inverse norms, so that unnormalised embeddings need no
+            normalised copy); None means 1.
 
         Returns
         -------
@@ -91,38 +97,47 @@ class RandomWalk:
         """
         values = np.asarray(values)
         columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
+        scale = _NONE if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if rows is None:
             everything = np.arange(self.graph.shape[0])
-            smoothed = columns
-            for _ in range(depth):
-                smoothed = self._step(smoothed, everything)
-            result = np.asarray(smoothed, dtype=np.float64)
+            result = _scaled_rows(columns, everything, scale) if depth == 0 else self._step(columns, everything,
+                                                                                             scale=scale)
+            for _ in range(depth - 1):
+                result = self._step(result, everything)
         else:
             rows = np.asarray(rows, dtype=np.int64)
             result = np.empty((rows.size, columns.shape[1]))
             position = np.full(self.graph.shape[0] if depth > 1 else 0, -1, dtype=np.int64)
             for begin in range(0, rows.size, self.ROWS_PER_CHUNK):
                 chunk = rows[begin : begin + self.ROWS_PER_CHUNK]
-                result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position)
+                result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position, scale)
         return result.reshape((result.shape[0],) + values.shape[1:])
 
-    def _smooth_chunk(self, values, rows, depth, position):
+    def _smooth_chunk(self, values, rows, depth, position, scale):
         """``smooth`` for one chunk; ``position`` is an (n_samples,) scratch array when depth > 1."""
         if depth == 0:
-            return values[rows]
+            return _scaled_rows(values, rows, scale)
         # needed[k + 1]: the closed neighbourhood of needed[k]; needed[0] = rows.
         needed = [rows]
         for _ in range(depth - 1):
             needed.append(np.union1d(needed[-1], self.graph[needed[-1]].indices))
-        smoothed = self._step(values, needed[-1])
+        smoothed = self._step(values, needed[-1], scale=scale)
         for level in range(depth - 2, -1, -1):
             position[needed[level + 1]] = np.arange(needed[level + 1].size)
             smoothed = self._step(smoothed, needed[level], position)
         return smoothed
 
-    def _step(self, values, rows, position=_IDENTITY):
+    def _step(self, values, rows, position=_IDENTITY, scale=_NONE):
         """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``)."""
         out = np.empty((rows.size, values.shape[1]))
         walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
-                  values, position, rows, out)
+                  values, scale, position, rows, out)
         return out
+
+
+def _scaled_rows(values, rows, scale):
+    """``values[rows]`` in float64, row ``v`` times ``scale[v]`` unless ``scale`` is empty."""
+    selected = values[rows].astype(np.float64)
+    if scale.size:
+        selected *= scale[rows, None]
+    return selected

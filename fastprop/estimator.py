@@ -18,7 +18,7 @@ from ._validation import (
 )
 from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
-from .graph import build_knn_graph, unit_rows
+from .graph import build_knn_graph, inverse_norms, unit_rows
 from .linear import fit_softmax_regression, softmax_proba
 from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
 from .threshold import automatic_threshold, choose_threshold
@@ -36,7 +36,8 @@ class _FitContext:
 
     graph: object
     walk: RandomWalk
-    unit: np.ndarray
+    features: np.ndarray
+    row_scale: object  # inverse row norms, None when the rows are unit vectors already
     seed_class: np.ndarray
     n_classes: int
     tie_rank: np.ndarray
@@ -320,7 +321,6 @@ class FastProp:
             graph = self._build_graph(features, rng)
         else:
             graph = check_graph(graph, n_samples)
-        unit = unit_rows(features)
         settings = PatchSettings(
             min_gain=float(self.min_gain),
             max_patch_size=int(self.max_patch_size),
@@ -328,9 +328,10 @@ class FastProp:
             depth=int(self.predictor_depth),
         )
         context = _FitContext(
-            graph=graph, walk=RandomWalk(graph), unit=unit, seed_class=seed_class,
+            graph=graph, walk=RandomWalk(graph), features=features, row_scale=inverse_norms(features),
+            seed_class=seed_class,
             n_classes=classes.size, tie_rank=tie_rank, rng=rng,
-            workspace=PatchWorkspace(graph, settings, unit.shape[1], n_slots=self._batch_size(n_samples),
+            workspace=PatchWorkspace(graph, settings, features.shape[1], n_slots=self._batch_size(n_samples),
                                      batch_columns=classes.size),
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
@@ -369,22 +370,26 @@ class FastProp:
         self._notify("training")
         if self.predictor_training == "patches":
             rows, row_class, self.n_training_patches_ = training_features(
-                context.workspace, context.unit, context.seed_class, context.tie_rank
+                context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
-            rows = context.walk.smooth(context.unit, seeds, int(self.predictor_depth))
+            rows = context.walk.smooth(context.features, seeds, int(self.predictor_depth),
+                                       row_scale=context.row_scale)
             row_class, self.n_training_patches_ = context.seed_class[seeds], 0
         coef, intercept = fit_softmax_regression(
             rows, np.eye(context.n_classes)[row_class], l2=float(self.predictor_l2)
         )
-        logits = (context.unit @ coef.astype(np.float32)).astype(np.float64)
+        # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
+        logits = (context.features @ coef.astype(np.float32)).astype(np.float64)
+        if context.row_scale is not None:
+            logits *= context.row_scale[:, None]
         timings["training"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
         override = None
         if self.confidence == "random":
-            override = context.rng.random(context.unit.shape[0]).__getitem__
+            override = context.rng.random(context.features.shape[0]).__getitem__
         state = propagate(
             context.workspace, logits, intercept, context.seed_class, context.tie_rank,
             confident_threshold=float(self.confident_threshold),
@@ -405,7 +410,7 @@ class FastProp:
             if self.confnet_features == "structure":
                 inputs = structural_features(context.walk, distributions, state.view_count)
             else:
-                inputs = context.unit
+                inputs = unit_rows(context.features)
             confnet = confnet_confidence(
                 context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=float(self.eta),
                 depth=int(self.confnet_depth), l2=float(self.confnet_l2), tie_rank=context.tie_rank,

@@ -29,16 +29,27 @@ _QUERY_ROWS = 65536
 _MAX_EF = 4096
 
 
+def inverse_norms(features):
+    """``1 / ||x_i||`` for every row, or None when every norm is already 1 (within 1e-4).
+
+    ``features`` must have no all-zero row (validation ensures it).
+    """
+    norms = np.linalg.norm(features, axis=1)
+    if np.all(np.abs(norms - 1.0) <= 1e-4):
+        return None
+    return 1.0 / norms.astype(np.float64)
+
+
 def unit_rows(features):
     """Rows scaled to unit L2 norm; ``features`` itself when they already are.
 
     Embeddings usually arrive normalised, and a million-row copy is worth
-    skipping. ``features`` must have no all-zero row (validation ensures it).
+    skipping.
     """
-    norms = np.linalg.norm(features, axis=1, keepdims=True)
-    if np.all(np.abs(norms - 1.0) <= 1e-4):
+    scale = inverse_norms(features)
+    if scale is None:
         return features
-    return (features / norms).astype(features.dtype, copy=False)
+    return (features * scale[:, None]).astype(features.dtype, copy=False)
 
 
 def _exact_search(unit, n_neighbors, indices, similarities):

@@ -35,6 +35,19 @@ def test_smooth_matches_dense_powers(index_dtype, value_dtype, depth):
     assert walk.smooth(values, rows, depth).dtype == np.float64
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_row_scale_multiplies_the_values_as_read(depth):
+    dense = sparse_symmetric(30, seed=21)
+    rng = np.random.default_rng(22)
+    values = rng.normal(size=(30, 4)).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, size=30)
+    walk = RandomWalk(sp.csr_matrix(dense))
+    expected = np.linalg.matrix_power(dense_random_walk(dense), depth) @ (scale[:, None] * values)
+    rows = np.array([0, 5, 29, 11])
+    assert_allclose(walk.smooth(values, None, depth, row_scale=scale), expected, rtol=1e-6, atol=1e-7)
+    assert_allclose(walk.smooth(values, rows, depth, row_scale=scale), expected[rows], rtol=1e-6, atol=1e-7)
+
+
 def test_smooth_in_chunks_equals_smooth_at_once(monkeypatch):
     dense = sparse_symmetric(60, seed=16, keep=0.05)
     walk = RandomWalk(sp.csr_matrix(dense))

@@ -246,6 +246,20 @@ def test_graph_training_predictor_matches_an_independent_sgc_fit():
     assert_allclose(model.label_distributions_[only_global], expected[only_global], atol=1e-4)
 
 
+def test_row_norms_do_not_matter():
+    """The graph is cosine and the predictor reads unit rows: rescaling samples changes nothing."""
+    X, y, truth = two_clusters_and_outliers(seed=15)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    rescaled = unit * np.random.default_rng(15).uniform(0.2, 5.0, size=(len(X), 1))
+    graph = build_knn_graph(unit, 8)
+    for training in ("graph", "patches"):
+        a = FastProp(random_state=0, predictor_training=training).fit(unit, y, graph=graph)
+        b = FastProp(random_state=0, predictor_training=training).fit(rescaled, y, graph=graph)
+        assert_allclose(a.label_distributions_, b.label_distributions_, atol=1e-5)
+        assert_allclose(a.confidence_, b.confidence_, atol=1e-5)
+        assert_array_equal(a.transduction_, b.transduction_)
+
+
 def test_progress_callback_and_silence(capsys):
     X, y, _ = two_clusters_and_outliers(seed=9)
     calls = []
