@@ -1,0 +1,136 @@
+"""hnsw settings at scale: build and query time, recall@30, and what recall does to FastProp.
+
+    python bench/graph_scale.py                   # 200k samples, ~10 min on 2 idle cores
+    python bench/graph_scale.py --n 50000 --no-exact-graph   # quicker
+
+At the sizes where ``method="auto"`` uses hnswlib, the graph dominates
+FastProp's cost (bench/scale.py), so its settings are worth choosing with
+care. For each dataset -- ``clustered_sphere`` (1000 clusters on the unit
+sphere: embedding-like, low intrinsic dimension) and the ``make_noisy_mixture``
+of the scale bench (20 classes + 50% outliers in 128 isotropic dimensions: a
+hard case for any approximate search) -- and each (M, ef_construction, ef):
+
+- hnswlib's build (``add_items``) and the all-points kNN query are timed
+  separately, on all cores, the way ``knn_search`` runs them;
+- recall@30 is measured on 2000 random samples against their exact
+  neighbours;
+- on the mixture, FastProp is fitted on the resulting graph (1% seeds, the
+  scale bench's task) and its accuracy (outliers count, automatic threshold)
+  is set against FastProp on the exact graph (``--no-exact-graph`` skips that
+  reference, which costs a blocked exact search over all samples).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import clustered_sphere, log, write_tables  # noqa: E402
+from scale import accuracy, make_problem  # noqa: E402
+
+N_NEIGHBORS = 30
+N_RECALL_QUERIES = 2000
+DEFAULT_CONFIGS = ["32/100/64", "16/100/64", "16/64/64", "16/64/48", "24/64/48", "16/40/48"]
+
+
+def exact_neighbours(X, queries, k):
+    """The ``k`` most cosine-similar other samples of each query row (X has unit rows)."""
+    similarities = X[queries] @ X.T
+    similarities[np.arange(queries.size), queries] = -np.inf
+    return np.argpartition(-similarities, k, axis=1)[:, :k]
+
+
+def hnsw_lists(X, M, ef_construction, ef, seed=0):
+    """kNN lists from hnswlib, timed: ``(indices, similarities, build_s, query_s)``."""
+    import hnswlib
+
+    from fastprop.graph import _QUERY_ROWS, _drop_self
+
+    n_samples = X.shape[0]
+    index = hnswlib.Index(space="cosine", dim=X.shape[1])
+    index.init_index(max_elements=n_samples, ef_construction=ef_construction, M=M, random_seed=seed)
+    clock = time.perf_counter()
+    index.add_items(X, np.arange(n_samples), num_threads=-1)
+    build_seconds = time.perf_counter() - clock
+    index.set_ef(max(ef, N_NEIGHBORS + 1))
+    indices = np.empty((n_samples, N_NEIGHBORS), dtype=np.int32)
+    similarities = np.empty((n_samples, N_NEIGHBORS), dtype=np.float32)
+    clock = time.perf_counter()
+    for start in range(0, n_samples, _QUERY_ROWS):
+        stop = min(start + _QUERY_ROWS, n_samples)
+        labels, distances = index.knn_query(X[start:stop], k=N_NEIGHBORS + 1, num_threads=-1)
+        _drop_self(labels.view(np.int64), 1.0 - distances, start, indices[start:stop], similarities[start:stop])
+    query_seconds = time.perf_counter() - clock
+    return indices, similarities, build_seconds, query_seconds
+
+
+def fastprop_accuracy(X, truth, labels, indices, similarities):
+    from fastprop import FastProp, knn_graph_from_lists
+
+    model = FastProp(random_state=0).fit(X, labels, graph=knn_graph_from_lists(indices, similarities))
+    return accuracy(model.transduction_, truth, labels >= 0)
+
+
+def run_dataset(name, X, configs, problem=None, exact_graph=True):
+    rng = np.random.default_rng(0)
+    queries = rng.choice(X.shape[0], size=min(N_RECALL_QUERIES, X.shape[0]), replace=False)
+    truth_lists = exact_neighbours(X, queries, N_NEIGHBORS)
+    rows = []
+    if problem is not None and exact_graph:
+        from fastprop import knn_search
+
+        clock = time.perf_counter()
+        indices, similarities = knn_search(X, N_NEIGHBORS, method="exact")
+        seconds = time.perf_counter() - clock
+        row = {"dataset": name, "setting": "exact", "total_s": seconds, "recall": 1.0,
+               "accuracy": fastprop_accuracy(X, *problem, indices, similarities)}
+        log(str(row))
+        rows.append(row)
+    for config in configs:
+        M, ef_construction, ef = (int(part) for part in config.split("/"))
+        indices, similarities, build_seconds, query_seconds = hnsw_lists(X, M, ef_construction, ef)
+        hits = sum(np.intersect1d(found, true).size for found, true in zip(indices[queries], truth_lists))
+        row = {"dataset": name, "setting": f"hnsw {config}", "build_s": build_seconds, "query_s": query_seconds,
+               "total_s": build_seconds + query_seconds, "recall": hits / truth_lists.size}
+        if problem is not None:
+            row["accuracy"] = fastprop_accuracy(X, *problem, indices, similarities)
+        log(str(row))
+        rows.append(row)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200_000)
+    parser.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS, help="M/ef_construction/ef settings")
+    parser.add_argument("--no-exact-graph", action="store_true", help="skip FastProp on the exact graph")
+    args = parser.parse_args()
+
+    from fastprop import FastProp
+
+    small_X, _, small_labels = make_problem(2000, seed=1)
+    FastProp(random_state=0).fit(small_X, small_labels)  # Numba warm-up
+    rows = run_dataset(f"clustered sphere {args.n:,} x 128", clustered_sphere(args.n, 128, seed=0), args.configs)
+    X, truth, labels = make_problem(args.n)
+    rows += run_dataset(f"noisy mixture {args.n:,} x 128", X, args.configs, problem=(truth, labels),
+                        exact_graph=not args.no_exact_graph)
+    columns = [
+        ("dataset", "data", ""), ("setting", "M / ef_construction / ef", ""), ("build_s", "build s", ".1f"),
+        ("query_s", "query s", ".1f"), ("total_s", "total s", ".1f"), ("recall", "recall@30", ".4f"),
+        ("accuracy", "FastProp accuracy", ".4f"),
+    ]
+    report = write_tables(
+        "graph_scale", [("hnsw settings at scale", rows, columns)],
+        meta={"n_neighbors": N_NEIGHBORS, "recall_queries": N_RECALL_QUERIES},
+        title="hnsw settings at scale",
+        notes="Build and query run on all cores; `exact` is the blocked exact search (its total is the "
+              "whole search). FastProp accuracy counts outliers (automatic threshold), as in bench/scale.py.",
+    )
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
