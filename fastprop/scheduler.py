@@ -66,10 +66,10 @@ class PatchWorkspace:
         capacity = int(largest.sum()) + self.buffer_rows + 1
         self.patches = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
         self.sizes = np.zeros(n_slots, dtype=np.int64)
-        self.stamp_values = np.zeros(n_slots, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
-        self.in_batch = np.zeros(n_vertices, dtype=np.bool_)
+        # slot + 1 for the members of the patches being smoothed, 0 elsewhere (slots <= 255)
+        self.batch_slot = np.zeros(n_vertices, dtype=np.uint8)
         self.local_indptr = np.empty((n_slots, self.buffer_rows + 1), dtype=np.int64)
         self.local_indices = np.empty((n_slots, capacity), dtype=np.int64)
         self.local_weights = np.empty((n_slots, capacity), dtype=np.float64)
@@ -106,7 +106,6 @@ class PatchWorkspace:
             self._batch_start if in_batch else self._patches,
         )
         self.sizes[slot] = size
-        self.stamp_values[slot] = self._patches
         return size, outcome, gain
 
     def release(self, slot):
@@ -125,9 +124,9 @@ class PatchWorkspace:
         """
         first, second = self._buffers(1, values.shape[1])
         smooth_patch_batch(
-            1, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
-            self.in_batch, self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
-            values, self.settings.depth, first, second, frozen,
+            1, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
+            self.local_indptr, self.local_indices, self.local_weights, values, self.settings.depth, first, second,
+            frozen,
         )
         return (first if self.settings.depth % 2 == 0 else second)[0][:size]
 
@@ -139,8 +138,8 @@ class PatchWorkspace:
         """
         first, second = self._buffers(n_patches, logits.shape[1])
         process_patch_batch(
-            n_patches, self.patches, self.sizes, self.stamp_values, self.indptr, self.indices, self.data,
-            self.in_batch, self.stamp, self.local_index, self.local_indptr, self.local_indices, self.local_weights,
+            n_patches, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
+            self.local_index, self.local_indptr, self.local_indices, self.local_weights,
             logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
             state.view_count, state.confidence, single_view_confidence, confident_threshold,
             self.newly_confident, self.n_newly_confident,

@@ -170,6 +170,7 @@ def test_isolated_vertices_and_components():
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
         ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
         ({"patch_batch_size": 0}, r"patch_batch_size=0 is out of range"),
+        ({"patch_batch_size": 256}, r"patch_batch_size=256 is out of range"),
         ({"patch_batch_size": "big"}, "patch_batch_size='big' is not supported"),
     ],
 )

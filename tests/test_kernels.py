@@ -99,8 +99,9 @@ def test_induced_subgraph_and_sgc_match_dense_reference(index_dtype):
     local_weights = np.empty(capacity, dtype=np.float64)
     buffer = np.empty(70, dtype=np.int64)
     buffer[:size] = patch
-    in_batch = np.ones(70, dtype=bool)  # other patches of a batch are flagged too: the stamp decides
-    count = induced_subgraph(buffer, size, graph.indptr, graph.indices, graph.data, in_batch, stamp, 1,
+    batch_slot = np.full(70, 2, dtype=np.uint8)  # the other vertices belong to the patch in slot 1
+    batch_slot[patch] = 1
+    count = induced_subgraph(buffer, size, graph.indptr, graph.indices, graph.data, batch_slot, 1,
                              local_index, local_indptr, local_indices, local_weights)
     local = sp.csr_matrix((local_weights[:count], local_indices[:count], local_indptr), shape=(size, size))
     reference = dense_patch_operator(graph.toarray(), patch)

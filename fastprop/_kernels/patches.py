@@ -7,10 +7,11 @@ and never an O(N) reset: each new patch uses a fresh ``stamp_value``.
 
 Building a patch's induced subgraph tests every neighbour of every member
 (~50 per member, most of them outside). On large graphs each such random
-read misses the cache, so the test reads a byte map first, ``in_batch``
-(N bytes: set for the members of the patches being processed, cleared
-after), and the 8-byte ``stamp``/``local_index`` only for flagged vertices:
-about twice as fast at a million vertices.
+read misses the cache, so membership is read from a byte map instead,
+``batch_slot`` (N bytes: ``s + 1`` for the members of the patch in slot
+``s`` of the batch being processed, 0 elsewhere, cleared after), and the
+8-byte ``local_index`` only for members: about twice as fast as reading
+``stamp`` and ``local_index`` for every neighbour at a million vertices.
 """
 
 import numba
@@ -96,22 +97,23 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
 
 
 @numba.njit(**JIT_OPTIONS)
-def mark_members(n_patches, patches, sizes, in_batch, value):
-    """Set ``in_batch`` to ``value`` for the members of patches ``0..n_patches-1``."""
+def mark_members(n_patches, patches, sizes, batch_slot, clear):
+    """Set ``batch_slot`` to ``s + 1`` for the members of the patch in slot ``s < n_patches`` (0 with ``clear``)."""
     for batch_index in range(n_patches):
+        mark = 0 if clear else batch_index + 1
         for row in range(sizes[batch_index]):
-            in_batch[patches[batch_index, row]] = value
+            batch_slot[patches[batch_index, row]] = mark
 
 
 @numba.njit(**JIT_OPTIONS)
-def induced_subgraph(patch, size, indptr, indices, data, in_batch, stamp, stamp_value, local_index,
+def induced_subgraph(patch, size, indptr, indices, data, batch_slot, slot_mark, local_index,
                      local_indptr, local_indices, local_weights):
     """Row-normalised induced affinity of a patch, with unit self loops.
 
     Row ``r`` of the output is ``D~^-1 (A_P + I)`` for vertex ``patch[r]``:
     its own entry first, then its in-patch neighbours in global CSR order.
-    A neighbour is in the patch when ``in_batch`` flags it and its stamp is
-    ``stamp_value``; ``in_batch`` must flag at least the patch's members.
+    A vertex is in the patch when ``batch_slot`` holds ``slot_mark`` for it
+    (and only then); ``local_index`` gives its row.
     ``local_indices``/``local_weights`` need room for ``size + sum(degree) + 1``
     entries.
 
@@ -131,7 +133,7 @@ def induced_subgraph(patch, size, indptr, indices, data, in_batch, stamp, stamp_
         count += 1
         for edge in range(indptr[vertex], indptr[vertex + 1]):
             neighbour = indices[edge]
-            if in_batch[neighbour] and stamp[neighbour] == stamp_value:
+            if batch_slot[neighbour] == slot_mark:
                 weight = data[edge]
                 local_indices[count] = local_index[neighbour]
                 local_weights[count] = weight
@@ -192,26 +194,24 @@ def patch_sgc(patch, size, local_indptr, local_indices, local_weights, values, d
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def smooth_patch_batch(n_patches, patches, sizes, stamp_values, indptr, indices, data, in_batch, stamp,
-                       local_index, local_indptr, local_indices, local_weights, values, depth, first, second,
-                       frozen):
+def smooth_patch_batch(n_patches, patches, sizes, indptr, indices, data, batch_slot, local_index,
+                       local_indptr, local_indices, local_weights, values, depth, first, second, frozen):
     """:func:`induced_subgraph` then :func:`patch_sgc` for a batch of disjoint patches, in parallel.
 
-    Patch ``b`` is ``patches[b, :sizes[b]]`` with stamp ``stamp_values[b]``;
-    it uses only row ``b`` of every buffer, and reads the shared arrays
-    (``in_batch``, ``stamp``, ``local_index``, ``values``, ``frozen``)
-    without writing them, so the loop is race free and its result does not
-    depend on the thread count. ``in_batch`` (all False on entry and on
-    exit) flags the batch's members while it runs, set and cleared outside
-    the parallel loop. The result of patch ``b`` is in ``first[b]`` when
+    Patch ``b`` is ``patches[b, :sizes[b]]``; it uses only row ``b`` of
+    every buffer, and reads the shared arrays (``batch_slot``,
+    ``local_index``, ``values``, ``frozen``) without writing them, so the
+    loop is race free and its result does not depend on the thread count.
+    ``batch_slot`` (all 0 on entry and on exit) marks each patch's members
+    with its slot + 1 while the loop runs, set and cleared outside it. The result of patch ``b`` is in ``first[b]`` when
     ``depth`` is even, else in ``second[b]``.
     """
-    mark_members(n_patches, patches, sizes, in_batch, True)
+    mark_members(n_patches, patches, sizes, batch_slot, False)
     for batch_index in numba.prange(n_patches):
         size = sizes[batch_index]
-        induced_subgraph(patches[batch_index], size, indptr, indices, data, in_batch, stamp,
-                         stamp_values[batch_index], local_index, local_indptr[batch_index],
-                         local_indices[batch_index], local_weights[batch_index])
+        induced_subgraph(patches[batch_index], size, indptr, indices, data, batch_slot, batch_index + 1,
+                         local_index, local_indptr[batch_index], local_indices[batch_index],
+                         local_weights[batch_index])
         patch_sgc(patches[batch_index], size, local_indptr[batch_index], local_indices[batch_index],
                   local_weights[batch_index], values, depth, first[batch_index], second[batch_index], frozen)
-    mark_members(n_patches, patches, sizes, in_batch, False)
+    mark_members(n_patches, patches, sizes, batch_slot, True)
