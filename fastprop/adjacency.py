@@ -100,10 +100,12 @@ class RandomWalk:
         scale = _NONE if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if rows is None:
             everything = np.arange(self.graph.shape[0])
-            result = _scaled_rows(columns, everything, scale) if depth == 0 else self._step(columns, everything,
-                                                                                             scale=scale)
-            for _ in range(depth - 1):
-                result = self._step(result, everything)
+            if depth == 0:
+                result = _scaled_rows(columns, everything, scale)
+            else:
+                result = self._step(columns, everything, scale=scale)
+                for _ in range(depth - 1):
+                    result = self._step(result, everything)
         else:
             rows = np.asarray(rows, dtype=np.int64)
             result = np.empty((rows.size, columns.shape[1]))
