@@ -4,12 +4,12 @@ Everything here trusts its inputs (the estimator validates them) and works
 on the graph's CSR arrays through the kernels in ``_kernels``.
 """
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._kernels.batch import process_patch_batch
+from ._kernels.heap import heap_pop_start, heap_push
 from ._kernels.patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch, smooth_patch_batch
 from ._kernels.views import exclude_neighbourhood
 
@@ -159,24 +159,41 @@ class StartQueue:
     """The confident set's vertices as start candidates, most confident first.
 
     Ties are broken by a random rank drawn once per vertex, so the order
-    depends on ``random_state`` and on nothing else.
+    depends on ``random_state`` and on nothing else. A binary heap in three
+    arrays (:mod:`fastprop._kernels.heap`), doubled when full: at a million
+    vertices it holds hundreds of thousands of entries, which as Python
+    tuples would cost ~150 bytes each.
     """
 
-    def __init__(self, tie_rank):
-        self._heap = []
+    def __init__(self, tie_rank, capacity=1024):
         self._tie_rank = tie_rank
+        self._priority = np.empty(capacity, dtype=np.float64)
+        self._rank = np.empty(capacity, dtype=tie_rank.dtype)
+        self._vertex = np.empty(capacity, dtype=np.int64)
+        self._size = 0
 
     def push(self, vertices, confidence):
-        for vertex in vertices:
-            heapq.heappush(self._heap, (-float(confidence[vertex]), int(self._tie_rank[vertex]), int(vertex)))
+        vertices = np.asarray(vertices, dtype=np.int64)
+        needed = self._size + vertices.size
+        if needed > self._vertex.size:
+            capacity = max(needed, 2 * self._vertex.size)
+            self._priority = _grown(self._priority, capacity, self._size)
+            self._rank = _grown(self._rank, capacity, self._size)
+            self._vertex = _grown(self._vertex, capacity, self._size)
+        self._size = heap_push(self._priority, self._rank, self._vertex, self._size, vertices, confidence,
+                               self._tie_rank)
 
     def pop(self, excluded):
         """The best candidate not excluded, or -1 when none is left."""
-        while self._heap:
-            vertex = heapq.heappop(self._heap)[2]
-            if not excluded[vertex]:
-                return vertex
-        return -1
+        vertex, self._size = heap_pop_start(self._priority, self._rank, self._vertex, self._size, excluded)
+        return int(vertex)
+
+
+def _grown(array, capacity, used):
+    """A copy of ``array[:used]`` with room for ``capacity`` entries."""
+    grown = np.empty(capacity, dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
 
 
 def training_features(workspace, features, seed_class, tie_rank):

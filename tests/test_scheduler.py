@@ -119,3 +119,37 @@ def test_isolated_and_disconnected_vertices_get_no_views():
                       confident_threshold=0.9, single_view_confidence=1e-3)
     assert state.view_count[4:].tolist() == [0, 0, 0]
     assert state.view_count[1:4].min() >= 1
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_start_queue_pops_in_heapq_order(seed):
+    import heapq
+
+    from fastprop.scheduler import StartQueue
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    tie_rank = rng.permutation(n)
+    queue, reference = StartQueue(tie_rank, capacity=4), []  # grows from 4 entries
+    excluded = np.zeros(n, dtype=bool)
+    popped, expected = [], []
+    for _ in range(300):
+        if rng.random() < 0.6:
+            vertices = rng.integers(0, n, size=rng.integers(0, 12))  # repeats and re-pushes included
+            confidence = rng.choice([0.5, 0.9, 0.95, 1.0], size=n)  # many equal confidences: ties
+            queue.push(vertices, confidence)
+            for v in vertices:
+                heapq.heappush(reference, (-float(confidence[v]), int(tie_rank[v]), int(v)))
+        else:
+            excluded[rng.integers(0, n, size=3)] = True
+            popped.append(queue.pop(excluded))
+            while reference and excluded[reference[0][2]]:
+                heapq.heappop(reference)
+            expected.append(heapq.heappop(reference)[2] if reference else -1)
+    while expected[-1] != -1:  # drain both
+        popped.append(queue.pop(excluded))
+        while reference and excluded[reference[0][2]]:
+            heapq.heappop(reference)
+        expected.append(heapq.heappop(reference)[2] if reference else -1)
+    assert popped == expected
+    assert len(set(popped)) > 100

@@ -1,0 +1,77 @@
+"""The start queue's binary heap, in three plain arrays (no Python object per entry).
+
+Entry ``e`` is ``(priority[e], rank[e], vertex[e])``; the heap pops the
+lexicographically smallest, exactly the order of Python's ``heapq`` on the
+same tuples.
+"""
+
+import numba
+
+from .._config import JIT_OPTIONS
+
+
+@numba.njit(**JIT_OPTIONS)
+def _precedes(priority, rank, vertex, a, b):
+    if priority[a] != priority[b]:
+        return priority[a] < priority[b]
+    if rank[a] != rank[b]:
+        return rank[a] < rank[b]
+    return vertex[a] < vertex[b]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _swap(priority, rank, vertex, a, b):
+    priority[a], priority[b] = priority[b], priority[a]
+    rank[a], rank[b] = rank[b], rank[a]
+    vertex[a], vertex[b] = vertex[b], vertex[a]
+
+
+@numba.njit(**JIT_OPTIONS)
+def heap_push(priority, rank, vertex, size, vertices, confidence, tie_rank):
+    """Push ``(-confidence[v], tie_rank[v], v)`` for each ``v`` of ``vertices``.
+
+    The arrays must have room for ``size + len(vertices)`` entries. Returns
+    the new size.
+    """
+    for new in range(vertices.shape[0]):
+        v = vertices[new]
+        child = size
+        priority[child] = -confidence[v]
+        rank[child] = tie_rank[v]
+        vertex[child] = v
+        size += 1
+        while child > 0:
+            parent = (child - 1) // 2
+            if not _precedes(priority, rank, vertex, child, parent):
+                break
+            _swap(priority, rank, vertex, child, parent)
+            child = parent
+    return size
+
+
+@numba.njit(**JIT_OPTIONS)
+def heap_pop_start(priority, rank, vertex, size, excluded):
+    """Pop entries until one whose vertex is not ``excluded``.
+
+    Returns ``(vertex, new size)``; the vertex is -1 when the heap ran empty.
+    """
+    while size > 0:
+        top = vertex[0]
+        size -= 1
+        if size > 0:
+            priority[0] = priority[size]
+            rank[0] = rank[size]
+            vertex[0] = vertex[size]
+            parent = 0
+            while True:
+                smallest = parent
+                for child in (2 * parent + 1, 2 * parent + 2):
+                    if child < size and _precedes(priority, rank, vertex, child, smallest):
+                        smallest = child
+                if smallest == parent:
+                    break
+                _swap(priority, rank, vertex, parent, smallest)
+                parent = smallest
+        if not excluded[top]:
+            return top, size
+    return -1, size
