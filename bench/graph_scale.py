@@ -47,7 +47,7 @@ def hnsw_lists(X, M, ef_construction, ef, seed=0):
     """kNN lists from hnswlib, timed: ``(indices, similarities, build_s, query_s)``."""
     import hnswlib
 
-    from fastprop.graph import _QUERY_ROWS, _drop_self
+    from fastprop.graph import _BLOCK_ROWS, _drop_self
 
     n_samples = X.shape[0]
     index = hnswlib.Index(space="cosine", dim=X.shape[1])
@@ -59,8 +59,8 @@ def hnsw_lists(X, M, ef_construction, ef, seed=0):
     indices = np.empty((n_samples, N_NEIGHBORS), dtype=np.int32)
     similarities = np.empty((n_samples, N_NEIGHBORS), dtype=np.float32)
     clock = time.perf_counter()
-    for start in range(0, n_samples, _QUERY_ROWS):
-        stop = min(start + _QUERY_ROWS, n_samples)
+    for start in range(0, n_samples, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_samples)
         labels, distances = index.knn_query(X[start:stop], k=N_NEIGHBORS + 1, num_threads=-1)
         _drop_self(labels.view(np.int64), 1.0 - distances, start, indices[start:stop], similarities[start:stop])
     query_seconds = time.perf_counter() - clock

@@ -12,6 +12,9 @@ import numpy as np
 import scipy.sparse as sp
 
 _MAX_SHOWN = 5
+#: Rows checked at a time, so that checking a million embeddings never
+#: allocates an (n_samples, n_features) temporary.
+_ROWS_PER_BLOCK = 65536
 
 
 def _shown(indices):
@@ -62,7 +65,10 @@ def check_features(X, *, name="X", cosine=True):
         )
     with np.errstate(over="ignore", invalid="ignore"):
         features = np.ascontiguousarray(array, dtype=np.float32)
-    finite_rows = np.isfinite(features).all(axis=1)
+    finite_rows = np.empty(features.shape[0], dtype=bool)
+    for start in range(0, features.shape[0], _ROWS_PER_BLOCK):
+        block = features[start : start + _ROWS_PER_BLOCK]
+        finite_rows[start : start + block.shape[0]] = np.isfinite(block).all(axis=1)
     if not finite_rows.all():
         bad = np.flatnonzero(~finite_rows)
         overflow = np.isfinite(array[bad[0]]).all() if array.dtype != np.float32 else False

@@ -25,7 +25,8 @@ from ._validation import (
 EXACT_SEARCH_MAX_SAMPLES = 30_000
 
 _BLOCK_BYTES = 64 * 2**20
-_QUERY_ROWS = 65536
+#: Rows handled at a time by the hnsw queries and the row norms (bounds their temporaries).
+_BLOCK_ROWS = 65536
 _MAX_EF = 4096
 
 
@@ -34,10 +35,13 @@ def inverse_norms(features):
 
     ``features`` must have no all-zero row (validation ensures it).
     """
-    norms = np.linalg.norm(features, axis=1)
+    norms = np.empty(features.shape[0])
+    for start in range(0, features.shape[0], _BLOCK_ROWS):  # no (n, d) temporary of squares
+        block = features[start : start + _BLOCK_ROWS].astype(np.float64)
+        norms[start : start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
     if np.all(np.abs(norms - 1.0) <= 1e-4):
         return None
-    return 1.0 / norms.astype(np.float64)
+    return 1.0 / norms
 
 
 def unit_rows(features):
@@ -65,7 +69,7 @@ def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construc
                  n_jobs):
     """Fill ``indices``/``similarities`` with hnswlib (cosine space: it normalises rows itself).
 
-    Queries run in chunks of ``_QUERY_ROWS`` rows, so hnswlib's uint64
+    Queries run in chunks of ``_BLOCK_ROWS`` rows, so hnswlib's uint64
     labels and float32 distances never exist for all samples at once.
     """
     import hnswlib
@@ -76,8 +80,8 @@ def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construc
     index.add_items(features, np.arange(n_samples), num_threads=build_jobs)
     n_query = min(n_neighbors + 1, n_samples)
     search_ef = max(ef, n_query)
-    for start in range(0, n_samples, _QUERY_ROWS):
-        stop = min(start + _QUERY_ROWS, n_samples)
+    for start in range(0, n_samples, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_samples)
         while True:
             index.set_ef(search_ef)
             try:

@@ -133,11 +133,20 @@ def test_hnsw_queries_in_chunks_equal_one_query(monkeypatch):
     base = rng.normal(size=(200, 6))
     X = np.vstack([base, base[:30]])  # duplicates may list their twin before themselves
     whole = knn_search(X, 5, method="hnsw", random_state=0, n_jobs=1)
-    monkeypatch.setattr(graph_module, "_QUERY_ROWS", 17)
+    monkeypatch.setattr(graph_module, "_BLOCK_ROWS", 17)
     chunked = knn_search(X, 5, method="hnsw", random_state=0, n_jobs=1)
     assert_array_equal(whole[0], chunked[0])
     assert_array_equal(whole[1], chunked[1])
     assert not np.any(chunked[0] == np.arange(len(X))[:, None])
+
+
+def test_inverse_norms_block_by_block(monkeypatch):
+    import fastprop.graph as graph_module
+
+    X = np.random.default_rng(9).normal(size=(50, 7)).astype(np.float32)
+    monkeypatch.setattr(graph_module, "_BLOCK_ROWS", 8)
+    assert_allclose(graph_module.inverse_norms(X), 1.0 / np.linalg.norm(X.astype(np.float64), axis=1), rtol=1e-12)
+    assert graph_module.inverse_norms(X / np.linalg.norm(X, axis=1, keepdims=True)) is None
 
 
 def test_hnsw_recall_against_exact():

@@ -23,7 +23,11 @@ def test_bad_features(X, message):
         build_knn_graph(X, 1)
 
 
-def test_non_finite_rows_are_counted_and_located():
+@pytest.mark.parametrize("rows_per_block", [65536, 3])
+def test_non_finite_rows_are_counted_and_located(monkeypatch, rows_per_block):
+    import fastprop._validation as validation
+
+    monkeypatch.setattr(validation, "_ROWS_PER_BLOCK", rows_per_block)  # checked block by block
     X = np.ones((10, 3))
     X[4, 1] = np.nan
     X[7, 0] = np.inf
