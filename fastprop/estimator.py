@@ -26,7 +26,7 @@ from .threshold import automatic_threshold, choose_threshold
 CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
-#: parallel batches of 8 (measured: 1.64x at 1M vertices, no gain at 100k).
+#: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k).
 BATCH_FROM_SAMPLES = 200_000
 
 
@@ -79,7 +79,7 @@ class FastProp:
         start whose patch would overlap the batch waits for the next one).
         ``"auto"``: 1 below ``BATCH_FROM_SAMPLES`` (200,000) samples, 8 above.
         Measured on 2 cores (bench/RESULTS.md): batches of 8 speed the patch
-        loop up 1.64x at 1M vertices, but not at all at 10k-100k, where they
+        loop up 1.5-1.8x at 1M vertices, but not at all at 10k-100k, where they
         cost ~50% more wall time on Banking77 and, at s = 100, 5 points of
         accuracy. The result never depends on the number of threads.
     exclusion_hops : int, default=1
@@ -187,10 +187,13 @@ class FastProp:
     edges per sample, 8 bytes each), ``fit`` holds two (n_samples,
     n_classes) float64 arrays (the predictor's logits and the view sums,
     which become ``label_distributions_``), ConfNet's (n_samples, 9)
-    descriptors and about ten per-sample vectors; it never copies the
-    embeddings (unnormalised rows are scaled as they are read) or the graph.
-    Measured at 1M samples x 128 dims, 20 classes: 0.49 GB on top of X and
-    the graph (bench/RESULTS.md).
+    descriptors and about ten per-sample vectors. It copies neither a
+    canonical float32 CSR graph nor C-contiguous float32 embeddings
+    (unnormalised rows are scaled as they are read; only the paper-mode
+    ablations ``predictor_training="patches"`` and
+    ``confnet_features="embedding"`` normalise a copy).
+    Measured at 1M samples x 128 dims, 20 classes: about 0.5 GB on top of
+    X, the graph and the interpreter (bench/RESULTS.md).
 
     Examples
     --------
