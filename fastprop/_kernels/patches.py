@@ -98,7 +98,7 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
 
 @numba.njit(**JIT_OPTIONS)
 def mark_members(n_patches, patches, sizes, batch_slot, clear):
-    """Set ``batch_slot`` to ``s + 1`` for the members of the patch in slot ``s < n_patches`` (0 with ``clear``)."""
+    """Mark the members of the patch in slot ``s < n_patches`` with ``s + 1`` (with ``clear``: 0)."""
     for batch_index in range(n_patches):
         mark = 0 if clear else batch_index + 1
         for row in range(sizes[batch_index]):
@@ -203,8 +203,9 @@ def smooth_patch_batch(n_patches, patches, sizes, indptr, indices, data, batch_s
     ``local_index``, ``values``, ``frozen``) without writing them, so the
     loop is race free and its result does not depend on the thread count.
     ``batch_slot`` (all 0 on entry and on exit) marks each patch's members
-    with its slot + 1 while the loop runs, set and cleared outside it. The result of patch ``b`` is in ``first[b]`` when
-    ``depth`` is even, else in ``second[b]``.
+    with its slot + 1 while the loop runs, set and cleared outside it. The
+    result of patch ``b`` is in ``first[b]`` when ``depth`` is even, else in
+    ``second[b]``.
     """
     mark_members(n_patches, patches, sizes, batch_slot, False)
     for batch_index in numba.prange(n_patches):
