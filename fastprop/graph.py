@@ -67,17 +67,29 @@ def _exact_search(unit, n_neighbors, indices, similarities):
 
 def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construction, ef, seed, build_jobs,
                  n_jobs):
-    """Fill ``indices``/``similarities`` with hnswlib (cosine space: it normalises rows itself).
+    """Fill ``indices``/``similarities`` with hnswlib: :func:`_hnsw_index`, then :func:`_hnsw_query`."""
+    index = _hnsw_index(features, M=M, ef_construction=ef_construction, seed=seed, build_jobs=build_jobs)
+    _hnsw_query(index, features, n_neighbors, indices, similarities, ef=ef, n_jobs=n_jobs)
 
-    Queries run in chunks of ``_BLOCK_ROWS`` rows, so hnswlib's uint64
-    labels and float32 distances never exist for all samples at once.
-    """
+
+def _hnsw_index(features, *, M, ef_construction, seed, build_jobs):
+    """An hnswlib cosine index of ``features`` (the cosine space normalises rows itself)."""
     import hnswlib
 
     n_samples, n_features = features.shape
     index = hnswlib.Index(space="cosine", dim=n_features)
     index.init_index(max_elements=n_samples, ef_construction=ef_construction, M=M, random_seed=seed)
     index.add_items(features, np.arange(n_samples), num_threads=build_jobs)
+    return index
+
+
+def _hnsw_query(index, features, n_neighbors, indices, similarities, *, ef, n_jobs):
+    """Fill ``indices``/``similarities`` with every sample's neighbours in ``index``.
+
+    Queries run in chunks of ``_BLOCK_ROWS`` rows, so hnswlib's uint64
+    labels and float32 distances never exist for all samples at once.
+    """
+    n_samples = features.shape[0]
     n_query = min(n_neighbors + 1, n_samples)
     search_ef = max(ef, n_query)
     for start in range(0, n_samples, _BLOCK_ROWS):
