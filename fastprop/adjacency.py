@@ -15,7 +15,7 @@ from ._kernels.walk import inverse_closed_degree, walk_rows
 #: The empty ``position`` array: every vertex reads its own row of the values.
 _IDENTITY = np.empty(0, dtype=np.int64)
 #: The empty ``value_scale`` array: values are read as they are.
-_NONE = np.empty(0, dtype=np.float64)
+_UNSCALED = np.empty(0, dtype=np.float64)
 
 
 def normalised_adjacency(graph, *, self_loops, dtype):
@@ -97,7 +97,7 @@ class RandomWalk:
         """
         values = np.asarray(values)
         columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
-        scale = _NONE if row_scale is None else np.asarray(row_scale, dtype=np.float64)
+        scale = _UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if rows is None:
             everything = np.arange(self.graph.shape[0])
             if depth == 0:
@@ -129,7 +129,7 @@ class RandomWalk:
             smoothed = self._step(smoothed, needed[level], position)
         return smoothed
 
-    def _step(self, values, rows, position=_IDENTITY, scale=_NONE):
+    def _step(self, values, rows, position=_IDENTITY, scale=_UNSCALED):
         """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``)."""
         out = np.empty((rows.size, values.shape[1]))
         walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
