@@ -11,7 +11,9 @@ of the scale bench (20 classes + 50% outliers in 128 isotropic dimensions: a
 hard case for any approximate search) -- and each (M, ef_construction, ef):
 
 - hnswlib's build (``add_items``) and the all-points kNN query are timed
-  separately, on all cores, the way ``knn_search`` runs them;
+  separately, on all cores, the way ``knn_search`` runs them, twice: with
+  the samples inserted and queried in their own (random) order, and in
+  fastprop's spatial order (``fastprop.locality``; its k-means is timed too);
 - recall@30 is measured on 2000 random samples against their exact
   neighbours;
 - on the mixture, FastProp is fitted on the resulting graph (1% seeds, the
@@ -36,29 +38,44 @@ N_RECALL_QUERIES = 2000
 DEFAULT_CONFIGS = ["32/100/64", "16/100/64", "16/64/64", "16/64/48", "24/64/48", "16/40/48"]
 
 
-def exact_neighbours(X, queries, k):
+def exact_neighbours(X, queries, k, block=200):
     """The ``k`` most cosine-similar other samples of each query row (X has unit rows)."""
-    similarities = X[queries] @ X.T
-    similarities[np.arange(queries.size), queries] = -np.inf
-    return np.argpartition(-similarities, k, axis=1)[:, :k]
+    found = np.empty((queries.size, k), dtype=np.int64)
+    for start in range(0, queries.size, block):
+        rows = queries[start : start + block]
+        similarities = X[rows] @ X.T
+        similarities[np.arange(rows.size), rows] = -np.inf
+        found[start : start + rows.size] = np.argpartition(-similarities, k, axis=1)[:, :k]
+    return found
 
 
-def hnsw_lists(X, M, ef_construction, ef, seed=0):
-    """kNN lists from fastprop's hnsw search, build and query timed apart on all cores.
+def hnsw_lists(X, M, ef_construction, ef, spatial, seed=0):
+    """kNN lists from fastprop's hnsw search, each step timed apart on all cores.
 
-    Returns ``(indices, similarities, build_s, query_s)``.
+    With ``spatial``, samples are inserted and queried in fastprop's spatial
+    order (what ``knn_search`` does), else in their own (random) order.
+    Returns ``(indices, similarities, order_s, build_s, query_s)``.
     """
     from fastprop.graph import _hnsw_index, _hnsw_query
+    from fastprop.locality import insertion_order, spatial_order
 
+    rng = np.random.default_rng(seed)
     clock = time.perf_counter()
-    index = _hnsw_index(X, M=M, ef_construction=ef_construction, seed=seed, build_jobs=-1)
+    if spatial:
+        query_order = spatial_order(X, rng)
+        build_order = insertion_order(query_order, rng)
+    else:
+        query_order = build_order = np.arange(X.shape[0])
+    order_seconds = time.perf_counter() - clock
+    clock = time.perf_counter()
+    index = _hnsw_index(X, build_order, M=M, ef_construction=ef_construction, seed=seed, build_jobs=-1)
     build_seconds = time.perf_counter() - clock
     indices = np.empty((X.shape[0], N_NEIGHBORS), dtype=np.int32)
     similarities = np.empty((X.shape[0], N_NEIGHBORS), dtype=np.float32)
     clock = time.perf_counter()
-    _hnsw_query(index, X, N_NEIGHBORS, indices, similarities, ef=ef, n_jobs=-1)
+    _hnsw_query(index, X, query_order, N_NEIGHBORS, indices, similarities, ef=ef, n_jobs=-1)
     query_seconds = time.perf_counter() - clock
-    return indices, similarities, build_seconds, query_seconds
+    return indices, similarities, order_seconds, build_seconds, query_seconds
 
 
 def fastprop_accuracy(X, truth, labels, indices, similarities):
@@ -84,15 +101,18 @@ def run_dataset(name, X, configs, problem=None, exact_graph=True):
         log(str(row))
         rows.append(row)
     for config in configs:
-        M, ef_construction, ef = (int(part) for part in config.split("/"))
-        indices, similarities, build_seconds, query_seconds = hnsw_lists(X, M, ef_construction, ef)
-        hits = sum(np.intersect1d(found, true).size for found, true in zip(indices[queries], truth_lists))
-        row = {"dataset": name, "setting": f"hnsw {config}", "build_s": build_seconds, "query_s": query_seconds,
-               "total_s": build_seconds + query_seconds, "recall": hits / truth_lists.size}
-        if problem is not None:
-            row["accuracy"] = fastprop_accuracy(X, *problem, indices, similarities)
-        log(str(row))
-        rows.append(row)
+        for spatial in (False, True):
+            M, ef_construction, ef = (int(part) for part in config.split("/"))
+            indices, similarities, order_seconds, build_seconds, query_seconds = hnsw_lists(
+                X, M, ef_construction, ef, spatial)
+            hits = sum(np.intersect1d(found, true).size for found, true in zip(indices[queries], truth_lists))
+            row = {"dataset": name, "setting": f"hnsw {config}", "order": "spatial" if spatial else "random",
+                   "order_s": order_seconds, "build_s": build_seconds, "query_s": query_seconds,
+                   "total_s": order_seconds + build_seconds + query_seconds, "recall": hits / truth_lists.size}
+            if problem is not None:
+                row["accuracy"] = fastprop_accuracy(X, *problem, indices, similarities)
+            log(str(row))
+            rows.append(row)
     return rows
 
 
@@ -112,7 +132,8 @@ def main():
     rows += run_dataset(f"noisy mixture {args.n:,} x 128", X, args.configs, problem=(truth, labels),
                         exact_graph=not args.no_exact_graph)
     columns = [
-        ("dataset", "data", ""), ("setting", "M / ef_construction / ef", ""), ("build_s", "build s", ".1f"),
+        ("dataset", "data", ""), ("setting", "M / ef_construction / ef", ""),
+        ("order", "insertion and query order", ""), ("order_s", "ordering s", ".1f"), ("build_s", "build s", ".1f"),
         ("query_s", "query s", ".1f"), ("total_s", "total s", ".1f"), ("recall", "recall@30", ".4f"),
         ("accuracy", "FastProp accuracy", ".4f"),
     ]
@@ -121,7 +142,10 @@ def main():
         meta={"n_neighbors": N_NEIGHBORS, "recall_queries": N_RECALL_QUERIES},
         title="hnsw settings at scale",
         notes="Build and query run on all cores; `exact` is the blocked exact search (its total is the "
-              "whole search). FastProp accuracy counts outliers (automatic threshold), as in bench/scale.py.",
+              "whole search). Order `random`: the samples' own order (the data sets are shuffled); `spatial`: "
+              "fastprop's (a random tenth first, then k-means cluster by cluster; queries cluster by cluster), "
+              "which `knn_search` uses. FastProp accuracy counts outliers (automatic threshold), as in "
+              "bench/scale.py.",
     )
     print(report)
 

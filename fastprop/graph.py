@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from ._kernels.csr import knn_to_symmetric_csr
 from ._kernels.topk import top_k_rows
+from .locality import insertion_order, spatial_order
 from ._validation import (
     check_choice,
     check_features,
@@ -65,39 +66,53 @@ def _exact_search(unit, n_neighbors, indices, similarities):
         top_k_rows(unit[start:stop] @ unit.T, n_neighbors, start, indices[start:stop], similarities[start:stop])
 
 
-def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construction, ef, seed, build_jobs,
+def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construction, ef, rng, build_jobs,
                  n_jobs):
-    """Fill ``indices``/``similarities`` with hnswlib: :func:`_hnsw_index`, then :func:`_hnsw_query`."""
-    index = _hnsw_index(features, M=M, ef_construction=ef_construction, seed=seed, build_jobs=build_jobs)
-    _hnsw_query(index, features, n_neighbors, indices, similarities, ef=ef, n_jobs=n_jobs)
+    """Fill ``indices``/``similarities`` with hnswlib, inserting and querying in a spatial order.
+
+    See :mod:`fastprop.locality` for why the order matters at scale.
+    """
+    seed = int(rng.integers(0, 2**31 - 1))
+    query_order = spatial_order(features, rng)
+    index = _hnsw_index(features, insertion_order(query_order, rng), M=M, ef_construction=ef_construction,
+                        seed=seed, build_jobs=build_jobs)
+    _hnsw_query(index, features, query_order, n_neighbors, indices, similarities, ef=ef, n_jobs=n_jobs)
 
 
-def _hnsw_index(features, *, M, ef_construction, seed, build_jobs):
-    """An hnswlib cosine index of ``features`` (the cosine space normalises rows itself)."""
+def _hnsw_index(features, order, *, M, ef_construction, seed, build_jobs):
+    """An hnswlib cosine index of ``features`` (the cosine space normalises rows itself).
+
+    Samples are inserted in ``order``, ``_BLOCK_ROWS`` at a time (a gathered
+    copy of one block at a time), labelled with their row number.
+    """
     import hnswlib
 
     n_samples, n_features = features.shape
     index = hnswlib.Index(space="cosine", dim=n_features)
     index.init_index(max_elements=n_samples, ef_construction=ef_construction, M=M, random_seed=seed)
-    index.add_items(features, np.arange(n_samples), num_threads=build_jobs)
+    for start in range(0, n_samples, _BLOCK_ROWS):
+        rows = order[start : start + _BLOCK_ROWS]
+        index.add_items(features[rows], rows, num_threads=build_jobs)
     return index
 
 
-def _hnsw_query(index, features, n_neighbors, indices, similarities, *, ef, n_jobs):
+def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, ef, n_jobs):
     """Fill ``indices``/``similarities`` with every sample's neighbours in ``index``.
 
-    Queries run in chunks of ``_BLOCK_ROWS`` rows, so hnswlib's uint64
-    labels and float32 distances never exist for all samples at once.
+    Samples are queried in ``order``, ``_BLOCK_ROWS`` at a time, so
+    hnswlib's uint64 labels and float32 distances never exist for all
+    samples at once.
     """
     n_samples = features.shape[0]
     n_query = min(n_neighbors + 1, n_samples)
     search_ef = max(ef, n_query)
     for start in range(0, n_samples, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n_samples)
+        rows = order[start : start + _BLOCK_ROWS]
+        block = features[rows]
         while True:
             index.set_ef(search_ef)
             try:
-                labels, distances = index.knn_query(features[start:stop], k=n_query, num_threads=n_jobs)
+                labels, distances = index.knn_query(block, k=n_query, num_threads=n_jobs)
                 break
             except RuntimeError as error:
                 if search_ef >= _MAX_EF:
@@ -107,23 +122,28 @@ def _hnsw_query(index, features, n_neighbors, indices, similarities, *, ef, n_jo
                         "method='exact'."
                     ) from None
                 search_ef = min(2 * search_ef, _MAX_EF)
-        _drop_self(labels.view(np.int64), np.subtract(np.float32(1.0), distances, out=distances), start,
-                   indices[start:stop], similarities[start:stop])
+        found, found_similarities = _drop_self(labels.view(np.int64), np.subtract(np.float32(1.0), distances,
+                                                                                   out=distances), rows)
+        indices[rows] = found
+        similarities[rows] = found_similarities
 
 
-def _drop_self(labels, similarities, first_row, out_indices, out_similarities):
-    """Write each row's neighbours without its own index (hnswlib may list a duplicate point first).
+def _drop_self(labels, similarities, rows):
+    """Each row's neighbours without itself (hnswlib may list a duplicate point first).
 
-    Row ``r`` is sample ``first_row + r``. Rows that do not contain
-    themselves keep their first ``n_neighbors`` entries.
+    Row ``r`` of ``labels`` lists the neighbours of sample ``rows[r]``. Rows
+    that do not contain themselves keep their first ``k - 1`` entries.
+
+    Returns
+    -------
+    labels, similarities : ndarray of shape (len(rows), k - 1)
     """
-    n_rows, n_neighbors = out_indices.shape
-    is_self = labels == np.arange(first_row, first_row + n_rows)[:, None]
+    n_rows, n_columns = labels.shape
+    is_self = labels == rows[:, None]
     missing_self = ~is_self.any(axis=1)
     is_self[missing_self, -1] = True
     keep = ~is_self
-    out_indices[:] = labels[keep].reshape(n_rows, n_neighbors)
-    out_similarities[:] = similarities[keep].reshape(n_rows, n_neighbors)
+    return labels[keep].reshape(n_rows, n_columns - 1), similarities[keep].reshape(n_rows, n_columns - 1)
 
 
 def _resolve_n_jobs(n_jobs):
@@ -215,7 +235,7 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
     else:
         _hnsw_search(
             features, n_neighbors, indices, similarities, M=M, ef_construction=ef_construction, ef=ef,
-            seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if deterministic_build else n_jobs, n_jobs=n_jobs,
+            rng=rng, build_jobs=1 if deterministic_build else n_jobs, n_jobs=n_jobs,
         )
     return indices, similarities
 

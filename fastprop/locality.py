@@ -1,0 +1,92 @@
+"""A spatial order of the samples, so that hnswlib's work touches memory that is already cached.
+
+hnswlib stores its index in insertion order and answers queries in the
+order given. At a million samples its index (~650 bytes a sample) is far
+larger than the caches, and in a random order nearly every visited vertex
+is a cache miss. Grouping the samples by a coarse spherical k-means makes
+consecutive insertions and queries visit the same part of the index:
+measured on 1M x 128 (2 cores, bench/graph_scale.py), the build took
+0.69x and the queries 0.61x the time of a random order, with the same
+recall.
+
+A strictly clustered insertion order lowers hnsw's recall (0.99 -> 0.96
+on 200k clustered samples: the first samples of each cluster find only
+other clusters to link to), so a random tenth of the samples is inserted
+first, in random order, as a skeleton, and the rest cluster by cluster.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+#: About this many samples per cluster: a cluster's part of the hnsw index
+#: (~650 kB at d = 128) then fits a core's L2 cache.
+SAMPLES_PER_CLUSTER = 1000
+MAX_CLUSTERS = 1024
+#: The k-means is fitted on this many samples per cluster, ``KMEANS_ITERATIONS`` Lloyd steps.
+KMEANS_SAMPLES_PER_CLUSTER = 32
+KMEANS_ITERATIONS = 4
+#: Fraction of the samples inserted first, in random order (see the module docstring).
+RANDOM_PREFIX = 0.1
+#: Float32 bytes of one block of sample-centroid similarities.
+_BLOCK_BYTES = 64 * 2**20
+
+
+def _unit(rows):
+    rows = np.asarray(rows, dtype=np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _nearest_centroid(features, centroids):
+    """Index of each row's most cosine-similar centroid (unit centroids; rows need not be unit)."""
+    n_samples = features.shape[0]
+    nearest = np.empty(n_samples, dtype=np.int64)
+    block = max(1, _BLOCK_BYTES // (4 * centroids.shape[0]))
+    for start in range(0, n_samples, block):
+        rows = np.asarray(features[start : start + block], dtype=np.float32)
+        nearest[start : start + rows.shape[0]] = np.argmax(rows @ centroids.T, axis=1)
+    return nearest
+
+
+def spherical_kmeans_centroids(features, n_clusters, rng):
+    """Unit centroids of a spherical k-means fitted on a random sample of ``features``."""
+    n_samples = features.shape[0]
+    sample_size = min(n_samples, KMEANS_SAMPLES_PER_CLUSTER * n_clusters)
+    sample = _unit(features[np.sort(rng.choice(n_samples, size=sample_size, replace=False))])
+    centroids = sample[rng.choice(sample_size, size=n_clusters, replace=False)]
+    for _ in range(KMEANS_ITERATIONS):
+        nearest = _nearest_centroid(sample, centroids)
+        membership = sp.csr_matrix(
+            (np.ones(sample_size, dtype=np.float32), (nearest, np.arange(sample_size))),
+            shape=(n_clusters, sample_size),
+        )
+        sums = np.asarray(membership @ sample)
+        norms = np.linalg.norm(sums, axis=1)
+        filled = norms > 0  # an empty cluster keeps its centroid
+        centroids[filled] = sums[filled] / norms[filled, None]
+    return centroids
+
+
+def spatial_order(features, rng):
+    """A permutation of the samples that lists each k-means cluster's members together.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n_samples, n_features)
+        Rows with no all-zero row; they need not be normalised.
+    rng : numpy.random.Generator
+        Draws the k-means sample and initial centroids.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), int64
+        Cluster by cluster, each cluster's members in increasing index.
+    """
+    n_clusters = min(MAX_CLUSTERS, max(1, features.shape[0] // SAMPLES_PER_CLUSTER))
+    centroids = spherical_kmeans_centroids(features, n_clusters, rng)
+    return np.argsort(_nearest_centroid(features, centroids), kind="stable")
+
+
+def insertion_order(order, rng):
+    """A random ``RANDOM_PREFIX`` of the samples in random order, then the others in ``order``."""
+    in_prefix = rng.random(order.shape[0]) < RANDOM_PREFIX
+    return np.concatenate([rng.permutation(np.flatnonzero(in_prefix)), order[~in_prefix[order]]])
