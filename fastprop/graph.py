@@ -177,7 +177,9 @@ def knn_search(
         itself, though it does list exact duplicates of itself.
     method : {"auto", "exact", "hnsw"}, default="auto"
         ``"exact"``: blocked brute force in float32, memory bounded by a 64 MiB
-        block. ``"hnsw"``: approximate search with hnswlib. ``"auto"``: exact
+        block. ``"hnsw"``: approximate search with hnswlib, inserting and
+        querying the samples in a spatial order (:mod:`fastprop.locality`),
+        which makes it ~1.5x faster at a million samples. ``"auto"``: exact
         up to ``EXACT_SEARCH_MAX_SAMPLES`` (30,000) samples, hnsw above.
     M, ef_construction : int, default=16, 100
         hnswlib graph degree and build-time beam width. The defaults are the
@@ -194,7 +196,7 @@ def knn_search(
         It is always at least ``n_neighbors + 1``, and raised automatically if
         hnswlib cannot return enough neighbours.
     random_state : int, Generator or None
-        Seeds hnswlib's level generator.
+        Seeds hnswlib's level generator and the spatial order's k-means.
     n_jobs : int or None, default=None
         Threads for hnswlib (-1: all cores). hnswlib's multi-threaded
         insertion is not deterministic (hnswlib issues #65, #540), so None

@@ -140,6 +140,29 @@ def test_hnsw_queries_in_chunks_equal_one_query(monkeypatch):
     assert not np.any(chunked[0] == np.arange(len(X))[:, None])
 
 
+def test_hnsw_query_order_does_not_change_the_lists(monkeypatch):
+    import fastprop.graph as graph_module
+
+    rng = np.random.default_rng(11)
+    base = rng.normal(size=(300, 6)).astype(np.float32)
+    X = np.vstack([base, base[:40]])
+    index = graph_module._hnsw_index(X, rng.permutation(len(X)), M=8, ef_construction=40, seed=1, build_jobs=1)
+    monkeypatch.setattr(graph_module, "_BLOCK_ROWS", 23)
+    lists = []
+    for order in (np.arange(len(X)), rng.permutation(len(X))):
+        indices = np.full((len(X), 5), -1, dtype=np.int32)
+        similarities = np.full((len(X), 5), np.nan, dtype=np.float32)
+        graph_module._hnsw_query(index, X, order, 5, indices, similarities, ef=32, n_jobs=1)
+        lists.append((indices, similarities))
+    assert_array_equal(lists[0][0], lists[1][0])
+    assert_array_equal(lists[0][1], lists[1][1])
+    assert not np.any(lists[1][0] == np.arange(len(X))[:, None])
+    # every row is written, with its own neighbours' similarities
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    expected = np.einsum("ij,ikj->ik", unit, unit[lists[1][0]])
+    assert_allclose(lists[1][1], expected, atol=1e-5)
+
+
 def test_inverse_norms_block_by_block(monkeypatch):
     import fastprop.graph as graph_module
 
