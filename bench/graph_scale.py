@@ -1,7 +1,9 @@
 """hnsw settings at scale: build and query time, recall@30, and what recall does to FastProp.
 
-    python bench/graph_scale.py                   # 200k samples, ~10 min on 2 idle cores
+    python bench/graph_scale.py                   # 200k samples, ~15 min on 2 idle cores
     python bench/graph_scale.py --n 50000 --no-exact-graph   # quicker
+
+Results go to ``bench/results/graph_scale_<n>.{md,json}``.
 
 At the sizes where ``method="auto"`` uses hnswlib, the graph dominates
 FastProp's cost (bench/scale.py), so its settings are worth choosing with
@@ -138,7 +140,7 @@ def main():
         ("accuracy", "FastProp accuracy", ".4f"),
     ]
     report = write_tables(
-        "graph_scale", [("hnsw settings at scale", rows, columns)],
+        f"graph_scale_{args.n}", [("hnsw settings at scale", rows, columns)],
         meta={"n_neighbors": N_NEIGHBORS, "recall_queries": N_RECALL_QUERIES},
         title="hnsw settings at scale",
         notes="Build and query run on all cores; `exact` is the blocked exact search (its total is the "

@@ -186,11 +186,13 @@ def knn_search(
         cheapest setting measured with recall@30 >= 0.99 on embedding-like
         data at the sizes where ``"auto"`` uses hnsw (clustered 100k: 0.996,
         200k: 0.995; Banking77: 0.999), in 0.73x the time of M=32 at 200k
-        and with a smaller index (bench/results/graph.md, graph_scale.md).
+        and with a smaller index (bench/results/graph.md, graph_scale_200000.md).
         On data without low-dimensional structure (isotropic noise in 128
         dimensions) recall is lower (0.90 at 200k) at any cheap setting;
         FastProp's accuracy there did not change with recall between 0.79
-        and 1.
+        and 1. Recall falls with size: at 1M the same clustered data gets
+        0.88 with M=16 and 0.95 with M=32, which costs 1.18x the time
+        (bench/RESULTS.md); pass ``M=32`` where recall matters more.
     ef : int or None, default=None
         hnswlib query beam width; None means ``max(2 * n_neighbors, 64)``.
         It is always at least ``n_neighbors + 1``, and raised automatically if
