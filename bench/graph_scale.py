@@ -103,8 +103,8 @@ def run_dataset(name, X, configs, problem=None, exact_graph=True):
         log(str(row))
         rows.append(row)
     for config in configs:
+        M, ef_construction, ef = (int(part) for part in config.split("/"))
         for spatial in (False, True):
-            M, ef_construction, ef = (int(part) for part in config.split("/"))
             indices, similarities, order_seconds, build_seconds, query_seconds = hnsw_lists(
                 X, M, ef_construction, ef, spatial)
             hits = sum(np.intersect1d(found, true).size for found, true in zip(indices[queries], truth_lists))

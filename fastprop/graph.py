@@ -8,7 +8,6 @@ import scipy.sparse as sp
 
 from ._kernels.csr import knn_to_symmetric_csr
 from ._kernels.topk import top_k_rows
-from .locality import insertion_order, spatial_order
 from ._validation import (
     check_choice,
     check_features,
@@ -17,6 +16,7 @@ from ._validation import (
     check_n_neighbors,
     check_random_state,
 )
+from .locality import insertion_order, spatial_order
 
 #: Up to this many samples ``method="auto"`` searches exactly; above it, hnswlib.
 #: Measured with ``bench/graph.py`` on 2 cores: hnsw (recall@30 >= 0.98)
