@@ -6,6 +6,7 @@ on the graph's CSR arrays through the kernels in ``_kernels``.
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ._kernels.batch import process_patch_batch
@@ -137,13 +138,16 @@ class PatchWorkspace:
         vertices that joined the confident set.
         """
         first, second = self._buffers(n_patches, logits.shape[1])
-        process_patch_batch(
-            n_patches, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
-            self.local_index, self.local_indptr, self.local_indices, self.local_weights,
-            logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
-            state.view_count, state.confidence, single_view_confidence, confident_threshold,
-            self.newly_confident, self.n_newly_confident,
-        )
+        # Patches differ in size and a batch holds a handful: threads take them one at a
+        # time rather than in equal contiguous shares (at 1M: patch loop 0.93x the time).
+        with numba.parallel_chunksize(1):
+            process_patch_batch(
+                n_patches, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
+                self.local_index, self.local_indptr, self.local_indices, self.local_weights,
+                logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
+                state.view_count, state.confidence, single_view_confidence, confident_threshold,
+                self.newly_confident, self.n_newly_confident,
+            )
         return self.newly_confident, self.n_newly_confident
 
     def exclude(self, start, excluded):

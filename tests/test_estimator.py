@@ -364,3 +364,4 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
+    assert numba.get_parallel_chunksize() == 0  # the batches' one-at-a-time schedule does not leak out
