@@ -11,7 +11,7 @@ import numpy as np
 
 from ._kernels.batch import process_patch_batch
 from ._kernels.heap import heap_pop_start, heap_push
-from ._kernels.patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch, smooth_patch_batch
+from ._kernels.patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch, smooth_patch_rows
 from ._kernels.views import exclude_neighbourhood
 
 
@@ -71,11 +71,14 @@ class PatchWorkspace:
         self.local_index = np.zeros(n_vertices, dtype=np.int64)
         # slot + 1 for the members of the patches being smoothed, 0 elsewhere (slots <= 255)
         self.batch_slot = np.zeros(n_vertices, dtype=np.uint8)
-        self.local_indptr = np.empty((n_slots, self.buffer_rows + 1), dtype=np.int64)
+        self.row_begin = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
+        self.row_end = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
         self.local_indices = np.empty((n_slots, capacity), dtype=np.int64)
         self.local_weights = np.empty((n_slots, capacity), dtype=np.float64)
         self._first = np.empty(self.buffer_rows * max(n_columns, n_slots * batch_columns, 1), dtype=np.float64)
         self._second = np.empty_like(self._first)
+        self.joined = np.empty(self.buffer_rows, dtype=np.bool_)
+        self.unfrozen_rows = np.empty(self.buffer_rows, dtype=np.int64)
         self.newly_confident = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
         self.n_newly_confident = np.zeros(n_slots, dtype=np.int64)
         self.exclusion_stamp = np.zeros(n_vertices, dtype=np.int64)
@@ -124,12 +127,13 @@ class PatchWorkspace:
         Rows of ``frozen`` vertices are not computed (undefined).
         """
         first, second = self._buffers(1, values.shape[1])
-        smooth_patch_batch(
-            1, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
-            self.local_indptr, self.local_indices, self.local_weights, values, self.settings.depth, first, second,
-            frozen,
+        smoothed, _ = smooth_patch_rows(
+            self.patches[0], size, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
+            self.row_begin[0], self.row_end[0], self.local_indices[0], self.local_weights[0], values,
+            self.settings.depth, first[0], second[0], frozen, self.unfrozen_rows,
         )
-        return (first if self.settings.depth % 2 == 0 else second)[0][:size]
+        self.batch_slot[self.patches[0, :size]] = 0
+        return smoothed[:size]
 
     def process_batch(self, n_patches, logits, bias, state, single_view_confidence, confident_threshold):
         """Smooth the patches in slots ``0..n_patches-1`` and update their views, in parallel.
@@ -138,14 +142,15 @@ class PatchWorkspace:
         vertices that joined the confident set.
         """
         first, second = self._buffers(n_patches, logits.shape[1])
-        # Patches differ in size and a batch holds a handful: threads take them one at a
-        # time rather than in equal contiguous shares (at 1M: patch loop 0.93x the time).
-        with numba.parallel_chunksize(1):
+        # Several patches go to the threads one at a time, not in equal contiguous shares: they
+        # differ in size and a batch holds a handful (at 1M vertices: patch loop 0.93x the time).
+        # A single patch is shared by rows, in equal shares.
+        with numba.parallel_chunksize(1 if n_patches > 1 else 0):
             process_patch_batch(
                 n_patches, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
-                self.local_index, self.local_indptr, self.local_indices, self.local_weights,
-                logits, bias, self.settings.depth, first, second, state.frozen, state.probability_sum,
-                state.view_count, state.confidence, single_view_confidence, confident_threshold,
+                self.local_index, self.row_begin, self.row_end, self.local_indices, self.local_weights, logits, bias,
+                self.settings.depth, first, second, state.frozen, state.probability_sum, state.view_count,
+                state.confidence, single_view_confidence, confident_threshold, self.joined, self.unfrozen_rows,
                 self.newly_confident, self.n_newly_confident,
             )
         return self.newly_confident, self.n_newly_confident

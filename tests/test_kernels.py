@@ -11,10 +11,10 @@ from fastprop._kernels.patches import (
     PATCH_TOO_LARGE,
     PATCH_VIABLE,
     extract_patch,
-    induced_subgraph,
-    patch_sgc,
+    smooth_one_patch,
+    smooth_patch_rows,
 )
-from fastprop._kernels.views import accumulate_views, exclude_neighbourhood
+from fastprop._kernels.views import exclude_neighbourhood, update_views
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 
 OUTCOMES = {"viable": PATCH_VIABLE, "too large": PATCH_TOO_LARGE, "exhausted": PATCH_COMPONENT_EXHAUSTED}
@@ -88,38 +88,57 @@ def test_isolated_start_exhausts_its_component():
     assert patch.tolist() == [3] and outcome == PATCH_COMPONENT_EXHAUSTED and gain == 1.0
 
 
+def local_operator(row_begin, row_end, local_indices, local_weights, size):
+    """The dense ``size x size`` matrix of a patch's rows, each stored at ``row_begin[r]:row_end[r]``."""
+    dense = np.zeros((size, size))
+    for row in range(size):
+        entries = slice(row_begin[row], row_end[row])
+        np.add.at(dense[row], local_indices[entries], local_weights[entries])
+    return dense
+
+
+@pytest.mark.parametrize("rows_in_parallel", [False, True])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_induced_subgraph_and_sgc_match_dense_reference(index_dtype):
+def test_patch_smoothing_matches_dense_reference(index_dtype, rows_in_parallel):
     graph = random_graph(70, seed=4, index_dtype=index_dtype)
     patch, _, _, stamp, local_index = grow(graph, 5, np.zeros(70), 30.0, 70)
     size = patch.size
     capacity = size + graph.nnz + 1
-    local_indptr = np.empty(size + 1, dtype=np.int64)
+    row_begin = np.empty(70, dtype=np.int64)
+    row_end = np.empty(70, dtype=np.int64)
     local_indices = np.empty(capacity, dtype=np.int64)
     local_weights = np.empty(capacity, dtype=np.float64)
     buffer = np.empty(70, dtype=np.int64)
     buffer[:size] = patch
-    batch_slot = np.full(70, 2, dtype=np.uint8)  # the other vertices belong to the patch in slot 1
-    batch_slot[patch] = 1
-    count = induced_subgraph(buffer, size, graph.indptr, graph.indices, graph.data, batch_slot, 1,
-                             local_index, local_indptr, local_indices, local_weights)
-    local = sp.csr_matrix((local_weights[:count], local_indices[:count], local_indptr), shape=(size, size))
     reference = dense_patch_operator(graph.toarray(), patch)
-    assert_allclose(local.toarray(), reference, atol=1e-7)
     values = np.random.default_rng(5).normal(size=(70, 4))
     first = np.empty((70, 4))
     second = np.empty((70, 4))
     for depth in (0, 1, 2, 3):
+        batch_slot = np.full(70, 2, dtype=np.uint8)  # the other vertices belong to another patch
+        batch_slot[patch] = 0
         frozen = np.zeros(70, dtype=bool)
         frozen[patch[::3]] = True  # their rows of the last step are skipped
-        smoothed = patch_sgc(buffer, size, local_indptr, local_indices, local_weights, values, depth, first,
-                             second, frozen)
+        if rows_in_parallel:
+            unfrozen_rows = np.empty(70, dtype=np.int64)
+            smoothed, n_unfrozen = smooth_patch_rows(
+                buffer, size, graph.indptr, graph.indices, graph.data, batch_slot, local_index, row_begin, row_end,
+                local_indices, local_weights, values, depth, first, second, frozen, unfrozen_rows,
+            )
+            assert_array_equal(unfrozen_rows[:n_unfrozen], np.flatnonzero(~frozen[patch]))
+        else:
+            smoothed = smooth_one_patch(
+                buffer, size, 1, graph.indptr, graph.indices, graph.data, batch_slot, local_index, row_begin,
+                row_end, local_indices, local_weights, values, depth, first, second, frozen,
+            )
+        assert_array_equal(batch_slot[patch], 1)  # marked, left for the caller to clear
+        assert_allclose(local_operator(row_begin, row_end, local_indices, local_weights, size), reference, atol=1e-7)
         expected = np.linalg.matrix_power(reference, depth) @ values[patch]
         computed = ~frozen[patch] if depth > 0 else np.ones(size, dtype=bool)
         assert_allclose(smoothed[:size][computed], expected[computed], atol=1e-10)
 
 
-def test_accumulate_views_matches_slow_reference():
+def test_update_views_matches_slow_reference():
     rng = np.random.default_rng(6)
     n, n_classes = 30, 3
     sums = np.zeros((n, n_classes))
@@ -132,15 +151,15 @@ def test_accumulate_views_matches_slow_reference():
         predictions = rng.dirichlet([0.3] * n_classes, size=12)
         expected = [frozen.copy(), sums.copy(), counts.copy(), confidence.copy()]
         joined = slow_accumulate(patch, predictions, *expected, 1e-3, 0.8)
-        newly = np.empty(12, dtype=np.int64)
         bias = rng.normal(size=n_classes)
         scores = np.log(predictions) - bias  # softmax(scores + bias) == predictions
-        n_new = accumulate_views(patch, 12, scores, bias, frozen, sums, counts, confidence, 1e-3, 0.8, newly)
+        newly = [int(vertex) for row, vertex in enumerate(patch)
+                 if update_views(vertex, row, scores, bias, frozen, sums, counts, confidence, 1e-3, 0.8)]
         assert_array_equal(frozen, expected[0])
         assert_allclose(sums, expected[1])
         assert_array_equal(counts, expected[2])
         assert_allclose(confidence, expected[3])
-        assert newly[:n_new].tolist() == joined
+        assert newly == joined
     assert counts[[2, 9]].tolist() == [0, 0]
 
 

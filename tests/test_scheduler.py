@@ -1,12 +1,14 @@
 """The propagation loop against a slow, dense re-implementation of the paper's scheduler."""
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop.graph import build_knn_graph
-from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate, training_features
+from fastprop._kernels.patches import PATCH_OVERLAP
+from fastprop.scheduler import PatchSettings, PatchWorkspace, PropagationState, propagate, training_features
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 
 
@@ -107,6 +109,56 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds():
     expected = (operator @ operator @ features[patch])[0]
     assert_allclose(rows[0], expected, atol=1e-10)
     assert labels[0] == seed_class[first_seed]
+
+
+def fresh_state(seed_class, n_classes):
+    labeled = seed_class >= 0
+    state = PropagationState(np.zeros((seed_class.size, n_classes)), np.zeros(seed_class.size, dtype=np.int64),
+                             labeled.astype(np.float64), labeled.copy())
+    state.probability_sum[labeled, seed_class[labeled]] = 1.0
+    return state
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(n_threads):
+    """Several patches go to the threads whole, a single one by rows: the same arithmetic either way."""
+    graph, seed_class, logits, bias, _ = small_problem(seed=5, n=300)
+    settings = PatchSettings(min_gain=12.0, max_patch_size=80, exclusion_hops=1, depth=2)
+    batch = PatchWorkspace(graph, settings, logits.shape[1], n_slots=3)
+    initial_confidence = (seed_class >= 0).astype(np.float64)
+    batch.start_batch()
+    starts = []
+    for start in np.flatnonzero(seed_class >= 0):
+        _, outcome, _ = batch.grow(int(start), initial_confidence, slot=len(starts), in_batch=True)
+        if outcome != PATCH_OVERLAP:
+            starts.append(int(start))
+        if len(starts) == 3:
+            break
+    assert len(starts) == 3
+    together = fresh_state(seed_class, logits.shape[1])
+    joined_together = []
+    for _ in range(2):  # vertices join S from their second view on
+        newly, n_newly = batch.process_batch(3, logits, bias, together, 1e-3, 0.6)
+        joined_together += [newly[slot, : n_newly[slot]].tolist() for slot in range(3)]
+
+    previous_threads = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        single = PatchWorkspace(graph, settings, logits.shape[1])
+        apart = fresh_state(seed_class, logits.shape[1])
+        joined_apart = []
+        for _ in range(2):
+            for start in starts:
+                single.grow(start, initial_confidence)
+                newly, n_newly = single.process_batch(1, logits, bias, apart, 1e-3, 0.6)
+                joined_apart.append(newly[0, : n_newly[0]].tolist())
+    finally:
+        numba.set_num_threads(previous_threads)
+    assert joined_apart == joined_together
+    assert sum(map(len, joined_apart)) > 0
+    for field in ("probability_sum", "view_count", "confidence", "frozen"):
+        assert_array_equal(getattr(apart, field), getattr(together, field))
+    assert not batch.batch_slot.any() and not single.batch_slot.any()
 
 
 def test_isolated_and_disconnected_vertices_get_no_views():

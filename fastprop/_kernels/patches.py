@@ -96,123 +96,136 @@ def extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
     return size, PATCH_COMPONENT_EXHAUSTED, gain
 
 
-@numba.njit(**JIT_OPTIONS)
-def mark_members(n_patches, patches, sizes, batch_slot, clear):
-    """Mark the members of the patch in slot ``s < n_patches`` with ``s + 1`` (with ``clear``: 0)."""
-    for batch_index in range(n_patches):
-        mark = 0 if clear else batch_index + 1
-        for row in range(sizes[batch_index]):
-            batch_slot[patches[batch_index, row]] = mark
+@numba.njit(**JIT_OPTIONS, inline="always")
+def induced_row(vertex, row, indptr, indices, data, batch_slot, slot_mark, local_index, local_indices, local_weights,
+                begin):
+    """Row ``row`` of a patch's ``D~^-1 (A_P + I)``, written from entry ``begin`` on.
 
-
-@numba.njit(**JIT_OPTIONS)
-def induced_subgraph(patch, size, indptr, indices, data, batch_slot, slot_mark, local_index,
-                     local_indptr, local_indices, local_weights):
-    """Row-normalised induced affinity of a patch, with unit self loops.
-
-    Row ``r`` of the output is ``D~^-1 (A_P + I)`` for vertex ``patch[r]``:
-    its own entry first, then its in-patch neighbours in global CSR order.
-    A vertex is in the patch when ``batch_slot`` holds ``slot_mark`` for it
-    (and only then); ``local_index`` gives its row.
-    ``local_indices``/``local_weights`` need room for ``size + sum(degree) + 1``
+    The row is that of ``vertex``: its own entry first, then its in-patch
+    neighbours in global CSR order. A vertex is in the patch when
+    ``batch_slot`` holds ``slot_mark`` for it (and only then);
+    ``local_index`` gives its row. Needs room for ``1 + degree(vertex)``
     entries.
 
     Returns
     -------
     int
-        The number of stored entries.
+        One past the row's last entry.
     """
-    local_indptr[0] = 0
-    count = 0
+    local_indices[begin] = row
+    local_weights[begin] = 1.0
+    degree = 1.0
+    end = begin + 1
+    for edge in range(indptr[vertex], indptr[vertex + 1]):
+        neighbour = indices[edge]
+        if batch_slot[neighbour] == slot_mark:
+            weight = data[edge]
+            local_indices[end] = local_index[neighbour]
+            local_weights[end] = weight
+            degree += weight
+            end += 1
+    inverse = 1.0 / degree
+    for entry in range(begin, end):
+        local_weights[entry] *= inverse
+    return end
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def smooth_row(row, begin, end, local_indices, local_weights, signal, out):
+    """One SGC step for one row: ``out[row] = sum_e weight_e * signal[index_e]`` over entries ``begin:end``."""
+    n_columns = signal.shape[1]
+    for column in range(n_columns):
+        out[row, column] = 0.0
+    for entry in range(begin, end):
+        weight = local_weights[entry]
+        source = local_indices[entry]
+        for column in range(n_columns):
+            out[row, column] += weight * signal[source, column]
+
+
+@numba.njit(**JIT_OPTIONS)
+def smooth_one_patch(patch, size, slot_mark, indptr, indices, data, batch_slot, local_index, row_begin, row_end,
+                     local_indices, local_weights, values, depth, first, second, frozen):
+    """``S_P^depth values[P]`` for the patch ``P = patch[:size]``, on one thread.
+
+    ``S_P`` is the patch's row-normalised induced affinity with unit self
+    loops, its rows (:func:`induced_row`) stored one after the other. The
+    members are marked with ``slot_mark`` in ``batch_slot`` and stay marked
+    on return; the patches of a batch are disjoint and each tests only its
+    own mark, so several may be smoothed at the same time. The last step
+    skips the rows of frozen vertices (undefined in the result).
+
+    Returns
+    -------
+    ndarray of shape (rows, n_columns)
+        ``first`` or ``second``: the buffer that holds the result.
+    """
+    for row in range(size):
+        batch_slot[patch[row]] = slot_mark
+    end = 0
     for row in range(size):
         vertex = patch[row]
-        row_start = count
-        local_indices[count] = row
-        local_weights[count] = 1.0
-        degree = 1.0
-        count += 1
-        for edge in range(indptr[vertex], indptr[vertex + 1]):
-            neighbour = indices[edge]
-            if batch_slot[neighbour] == slot_mark:
-                weight = data[edge]
-                local_indices[count] = local_index[neighbour]
-                local_weights[count] = weight
-                degree += weight
-                count += 1
-        inverse = 1.0 / degree
-        for entry in range(row_start, count):
-            local_weights[entry] *= inverse
-        local_indptr[row + 1] = count
-    return count
-
-
-@numba.njit(**JIT_OPTIONS)
-def smooth(local_indptr, local_indices, local_weights, size, signal, out, skip):
-    """One SGC step on a local CSR: ``out[r] = (S @ signal)[r]`` for rows with ``not skip[r]``.
-
-    Skipped rows are left as they were.
-    """
-    n_columns = signal.shape[1]
-    for row in range(size):
-        if skip[row]:
-            continue
-        for column in range(n_columns):
-            out[row, column] = 0.0
-        for entry in range(local_indptr[row], local_indptr[row + 1]):
-            weight = local_weights[entry]
-            source = local_indices[entry]
-            for column in range(n_columns):
-                out[row, column] += weight * signal[source, column]
-
-
-@numba.njit(**JIT_OPTIONS)
-def gather_rows(patch, size, values, out):
-    """``out[:size] = values[patch[:size]]``."""
-    for row in range(size):
-        out[row, :] = values[patch[row], :]
-
-
-@numba.njit(**JIT_OPTIONS)
-def patch_sgc(patch, size, local_indptr, local_indices, local_weights, values, depth, first, second,
-              frozen):
-    """``S^depth values[patch]`` on a patch, using two (>= size, c) buffers.
-
-    The last step skips the rows of frozen vertices (their prediction is
-    never used), so those rows of the result are undefined. Returns the
-    buffer that holds the result.
-    """
-    gather_rows(patch, size, values, first)
-    compute_all = np.zeros(size, dtype=np.bool_)
-    last_skip = np.empty(size, dtype=np.bool_)
-    for row in range(size):
-        last_skip[row] = frozen[patch[row]]
+        row_begin[row] = end
+        end = induced_row(vertex, row, indptr, indices, data, batch_slot, slot_mark, local_index, local_indices,
+                          local_weights, end)
+        row_end[row] = end
+        for column in range(values.shape[1]):
+            first[row, column] = values[vertex, column]
     for step in range(depth):
-        smooth(local_indptr, local_indices, local_weights, size, first, second,
-               last_skip if step == depth - 1 else compute_all)
+        last = step == depth - 1
+        for row in range(size):
+            if last and frozen[patch[row]]:
+                continue
+            smooth_row(row, row_begin[row], row_end[row], local_indices, local_weights, first, second)
         first, second = second, first
     return first
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def smooth_patch_batch(n_patches, patches, sizes, indptr, indices, data, batch_slot, local_index,
-                       local_indptr, local_indices, local_weights, values, depth, first, second, frozen):
-    """:func:`induced_subgraph` then :func:`patch_sgc` for a batch of disjoint patches, in parallel.
+def smooth_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
+                      local_weights, values, depth, first, second, frozen, unfrozen_rows):
+    """:func:`smooth_one_patch` (with ``slot_mark`` 1) with every step shared among the threads by rows.
 
-    Patch ``b`` is ``patches[b, :sizes[b]]``; it uses only row ``b`` of
-    every buffer, and reads the shared arrays (``batch_slot``,
-    ``local_index``, ``values``, ``frozen``) without writing them, so the
-    loop is race free and its result does not depend on the thread count.
-    ``batch_slot`` (all 0 on entry and on exit) marks each patch's members
-    with its slot + 1 while the loop runs, set and cleared outside it. The
-    result of patch ``b`` is in ``first[b]`` when ``depth`` is even, else in
-    ``second[b]``.
+    Each row writes only its own entries (``row_begin[r]:row_end[r]``,
+    laid out from the degrees before the rows are built) and its own row of
+    the buffers, with the same arithmetic as :func:`smooth_one_patch`: the
+    result is the same, bit for bit, for every thread count. The loop bodies
+    index the arrays and never slice them: inside a parallel loop each view
+    would update its parent's reference count, an atomic write that the
+    threads would contend for at every row. The last step runs over the
+    rows of unfrozen vertices only, listed in ``unfrozen_rows`` (in patch
+    order), so the threads share them evenly wherever they sit in the
+    patch. The members stay marked in ``batch_slot`` on return.
+
+    Returns
+    -------
+    smoothed : ndarray of shape (rows, n_columns)
+        ``first`` or ``second``: the buffer that holds the result.
+    n_unfrozen : int
+        How many rows ``unfrozen_rows`` lists.
     """
-    mark_members(n_patches, patches, sizes, batch_slot, False)
-    for batch_index in numba.prange(n_patches):
-        size = sizes[batch_index]
-        induced_subgraph(patches[batch_index], size, indptr, indices, data, batch_slot, batch_index + 1,
-                         local_index, local_indptr[batch_index], local_indices[batch_index],
-                         local_weights[batch_index])
-        patch_sgc(patches[batch_index], size, local_indptr[batch_index], local_indices[batch_index],
-                  local_weights[batch_index], values, depth, first[batch_index], second[batch_index], frozen)
-    mark_members(n_patches, patches, sizes, batch_slot, True)
+    for row in numba.prange(size):
+        vertex = patch[row]
+        batch_slot[vertex] = 1
+        row_end[row] = indptr[vertex + 1] - indptr[vertex] + 1  # the room the row needs
+    n_unfrozen = 0
+    begin = 0
+    for row in range(size):
+        if not frozen[patch[row]]:
+            unfrozen_rows[n_unfrozen] = row
+            n_unfrozen += 1
+        row_begin[row] = begin
+        begin += row_end[row]
+    for row in numba.prange(size):
+        vertex = patch[row]
+        row_end[row] = induced_row(vertex, row, indptr, indices, data, batch_slot, 1, local_index, local_indices,
+                                   local_weights, row_begin[row])
+        for column in range(values.shape[1]):
+            first[row, column] = values[vertex, column]
+    for step in range(depth):
+        last = step == depth - 1
+        for listed in numba.prange(n_unfrozen if last else size):
+            row = unfrozen_rows[listed] if last else listed
+            smooth_row(row, row_begin[row], row_end[row], local_indices, local_weights, first, second)
+        first, second = second, first
+    return first, n_unfrozen

@@ -6,53 +6,48 @@ import numpy as np
 from .._config import JIT_OPTIONS
 
 
-@numba.njit(**JIT_OPTIONS)
-def accumulate_views(patch, size, scores, bias, frozen, probability_sum, view_count, confidence,
-                     single_view_confidence, confident_threshold, newly_confident):
-    """Add a patch's predictions to the views of its unfrozen vertices.
+@numba.njit(**JIT_OPTIONS, inline="always")
+def update_views(vertex, row, scores, bias, frozen, probability_sum, view_count, confidence, single_view_confidence,
+                 confident_threshold):
+    """Add a patch's prediction ``softmax(scores[row] + bias)`` to the views of ``vertex``.
 
-    The prediction of row ``r`` is ``softmax(scores[r] + bias)``, computed
-    only for vertices that are not frozen (``scores`` is overwritten with
-    scratch values). For each vertex ``v = patch[r]``
-    not in the confident set: its running sum gains the prediction, its
-    count gains one, and its confidence becomes ``max_k mean_k`` when it has
-    two or more views, else ``single_view_confidence``. Vertices whose
-    confidence exceeds ``confident_threshold`` are frozen and written to
-    ``newly_confident``.
+    Nothing happens for a vertex in the confident set (``frozen``).
+    Otherwise its running sum gains the prediction, its count gains one, and
+    its confidence becomes ``max_k mean_k`` when it has two or more views,
+    else ``single_view_confidence``. A vertex whose confidence exceeds
+    ``confident_threshold`` is frozen. ``scores[row]`` is overwritten with
+    scratch values (indexed, not sliced: this runs once per row inside
+    parallel loops, see :func:`~fastprop._kernels.patches.smooth_patch_rows`).
 
     Returns
     -------
-    int
-        How many vertices joined the confident set.
+    bool
+        The vertex joined the confident set.
     """
+    if frozen[vertex]:
+        return False
     n_classes = scores.shape[1]
-    n_new = 0
-    for row in range(size):
-        vertex = patch[row]
-        if frozen[vertex]:
-            continue
-        largest = scores[row, 0] + bias[0]
-        for k in range(1, n_classes):
-            largest = max(largest, scores[row, k] + bias[k])
-        total = 0.0
-        for k in range(n_classes):
-            scores[row, k] = np.exp(scores[row, k] + bias[k] - largest)  # scratch: scores is not reused
-            total += scores[row, k]
-        view_count[vertex] += 1
-        best = 0.0
-        for k in range(n_classes):
-            probability_sum[vertex, k] += scores[row, k] / total
-            if probability_sum[vertex, k] > best:
-                best = probability_sum[vertex, k]
-        if view_count[vertex] > 1:
-            confidence[vertex] = best / view_count[vertex]
-        else:
-            confidence[vertex] = single_view_confidence
-        if confidence[vertex] > confident_threshold:
-            frozen[vertex] = True
-            newly_confident[n_new] = vertex
-            n_new += 1
-    return n_new
+    largest = scores[row, 0] + bias[0]
+    for k in range(1, n_classes):
+        largest = max(largest, scores[row, k] + bias[k])
+    total = 0.0
+    for k in range(n_classes):
+        scores[row, k] = np.exp(scores[row, k] + bias[k] - largest)
+        total += scores[row, k]
+    view_count[vertex] += 1
+    best = 0.0
+    for k in range(n_classes):
+        probability_sum[vertex, k] += scores[row, k] / total
+        if probability_sum[vertex, k] > best:
+            best = probability_sum[vertex, k]
+    if view_count[vertex] > 1:
+        confidence[vertex] = best / view_count[vertex]
+    else:
+        confidence[vertex] = single_view_confidence
+    if confidence[vertex] > confident_threshold:
+        frozen[vertex] = True
+        return True
+    return False
 
 
 @numba.njit(**JIT_OPTIONS)
