@@ -18,8 +18,9 @@ from ._validation import (
 )
 from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
-from .graph import build_knn_graph, inverse_norms, unit_rows
+from .graph import build_knn_graph
 from .linear import fit_softmax_regression, softmax_proba
+from .rows import inverse_norms, unit_rows
 from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
 from .threshold import automatic_threshold, choose_threshold
 

@@ -17,6 +17,7 @@ from ._validation import (
     check_random_state,
 )
 from .locality import insertion_order, spatial_order
+from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
 
 #: Up to this many samples ``method="auto"`` searches exactly; above it, hnswlib.
 #: Measured with ``bench/graph.py`` on 2 cores: hnsw (recall@30 >= 0.98)
@@ -25,8 +26,7 @@ from .locality import insertion_order, spatial_order
 #: is deterministic with recall 1.
 EXACT_SEARCH_MAX_SAMPLES = 30_000
 
-_BLOCK_BYTES = 64 * 2**20
-#: Rows handled at a time by hnsw insertion and queries and by the row norms. It bounds
+#: Rows handled at a time by hnsw insertion and queries. It bounds
 #: their temporaries (a gathered copy, hnswlib's normalised copy, its labels and
 #: distances: ~28 MB at d = 128), which add to the peak while the index and the kNN
 #: lists are held (at 1M x 128, 65,536 rows added 110 MB to it).
@@ -34,36 +34,10 @@ _BLOCK_ROWS = 16384
 _MAX_EF = 4096
 
 
-def inverse_norms(features):
-    """``1 / ||x_i||`` for every row, or None when every norm is already 1 (within 1e-4).
-
-    ``features`` must have no all-zero row (validation ensures it).
-    """
-    norms = np.empty(features.shape[0])
-    for start in range(0, features.shape[0], _BLOCK_ROWS):  # no (n, d) temporary of squares
-        block = features[start : start + _BLOCK_ROWS].astype(np.float64)
-        norms[start : start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    if np.all(np.abs(norms - 1.0) <= 1e-4):
-        return None
-    return 1.0 / norms
-
-
-def unit_rows(features):
-    """Rows scaled to unit L2 norm; ``features`` itself when they already are.
-
-    Embeddings usually arrive normalised, and a million-row copy is worth
-    skipping.
-    """
-    scale = inverse_norms(features)
-    if scale is None:
-        return features
-    return (features * scale[:, None]).astype(features.dtype, copy=False)
-
-
 def _exact_search(unit, n_neighbors, indices, similarities):
     """Fill ``indices``/``similarities`` (n_samples, n_neighbors) by blocked brute force."""
     n_samples = unit.shape[0]
-    block = max(1, min(n_samples, _BLOCK_BYTES // (4 * n_samples)))
+    block = max(1, min(n_samples, SIMILARITY_BLOCK_BYTES // (4 * n_samples)))
     for start in range(0, n_samples, block):
         stop = min(start + block, n_samples)
         top_k_rows(unit[start:stop] @ unit.T, n_neighbors, start, indices[start:stop], similarities[start:stop])

@@ -24,6 +24,8 @@ random insertion (200k: 0.989 both; 1M, two seeds: 0.871 -> 0.888 and
 import numpy as np
 import scipy.sparse as sp
 
+from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
+
 #: About this many samples per cluster: a cluster's part of the hnsw index
 #: (~770 kB at d = 128, M = 16) then fits a core's L2 cache.
 SAMPLES_PER_CLUSTER = 1000
@@ -33,20 +35,12 @@ KMEANS_SAMPLES_PER_CLUSTER = 32
 KMEANS_ITERATIONS = 4
 #: Fraction of the samples inserted first, in random order (see the module docstring).
 RANDOM_PREFIX = 0.1
-#: Float32 bytes of one block of sample-centroid similarities.
-_BLOCK_BYTES = 64 * 2**20
-
-
-def _unit(rows):
-    rows = np.asarray(rows, dtype=np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
 
 def _nearest_centroid(features, centroids):
     """Index of each row's most cosine-similar centroid (unit centroids; rows need not be unit)."""
     n_samples = features.shape[0]
     nearest = np.empty(n_samples, dtype=np.int64)
-    block = max(1, _BLOCK_BYTES // (4 * centroids.shape[0]))
+    block = max(1, SIMILARITY_BLOCK_BYTES // (4 * centroids.shape[0]))
     for start in range(0, n_samples, block):
         rows = np.asarray(features[start : start + block], dtype=np.float32)
         nearest[start : start + rows.shape[0]] = np.argmax(rows @ centroids.T, axis=1)
@@ -57,7 +51,8 @@ def spherical_kmeans_centroids(features, n_clusters, rng):
     """Unit centroids of a spherical k-means fitted on a random sample of ``features``."""
     n_samples = features.shape[0]
     sample_size = min(n_samples, KMEANS_SAMPLES_PER_CLUSTER * n_clusters)
-    sample = _unit(features[np.sort(rng.choice(n_samples, size=sample_size, replace=False))])
+    sample = unit_rows(np.asarray(features[np.sort(rng.choice(n_samples, size=sample_size, replace=False))],
+                                  dtype=np.float32))
     centroids = sample[rng.choice(sample_size, size=n_clusters, replace=False)]
     for _ in range(KMEANS_ITERATIONS):
         nearest = _nearest_centroid(sample, centroids)

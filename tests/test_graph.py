@@ -50,7 +50,7 @@ def test_exact_search_is_blocked_over_rows(monkeypatch):
 
     X = np.random.default_rng(2).normal(size=(150, 5))
     whole = knn_search(X, 4, method="exact")
-    monkeypatch.setattr(graph_module, "_BLOCK_BYTES", 4 * 150 * 7)  # 7-row blocks
+    monkeypatch.setattr(graph_module, "SIMILARITY_BLOCK_BYTES", 4 * 150 * 7)  # 7-row blocks
     blocked = knn_search(X, 4, method="exact")
     assert_array_equal(whole[0], blocked[0])
     assert_array_equal(whole[1], blocked[1])
@@ -164,12 +164,16 @@ def test_hnsw_query_order_does_not_change_the_lists(monkeypatch):
 
 
 def test_inverse_norms_block_by_block(monkeypatch):
-    import fastprop.graph as graph_module
+    import fastprop.rows as rows_module
 
     X = np.random.default_rng(9).normal(size=(50, 7)).astype(np.float32)
-    monkeypatch.setattr(graph_module, "_BLOCK_ROWS", 8)
-    assert_allclose(graph_module.inverse_norms(X), 1.0 / np.linalg.norm(X.astype(np.float64), axis=1), rtol=1e-12)
-    assert graph_module.inverse_norms(X / np.linalg.norm(X, axis=1, keepdims=True)) is None
+    monkeypatch.setattr(rows_module, "NORM_BLOCK_ROWS", 8)
+    assert_allclose(rows_module.inverse_norms(X), 1.0 / np.linalg.norm(X.astype(np.float64), axis=1), rtol=1e-12)
+    assert rows_module.inverse_norms(X / np.linalg.norm(X, axis=1, keepdims=True)) is None
+    unit = rows_module.unit_rows(X)
+    assert unit.dtype == np.float32
+    assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-6)
+    assert rows_module.unit_rows(unit) is unit  # already unit: no copy
 
 
 def test_hnsw_recall_against_exact():

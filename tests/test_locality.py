@@ -3,6 +3,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import locality
+from fastprop.rows import unit_rows
 
 
 def slow_spherical_kmeans(sample, centroids, iterations):
@@ -27,8 +28,8 @@ def blobs(n_samples, n_features, n_clusters, seed):
 
 def test_nearest_centroid_blockwise_matches_dense_argmax(monkeypatch):
     X, _ = blobs(300, 6, 5, seed=0)
-    centroids = locality._unit(X[:7])
-    monkeypatch.setattr(locality, "_BLOCK_BYTES", 4 * 7 * 11)  # 11 rows a block
+    centroids = unit_rows(X[:7])
+    monkeypatch.setattr(locality, "SIMILARITY_BLOCK_BYTES", 4 * 7 * 11)  # 11 rows a block
     unit = X / np.linalg.norm(X, axis=1, keepdims=True)
     assert_array_equal(locality._nearest_centroid(X, centroids), np.argmax(unit @ centroids.T, axis=1))
 
