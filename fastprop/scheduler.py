@@ -10,8 +10,9 @@ import numba
 import numpy as np
 
 from ._kernels.batch import process_patch_batch
+from ._kernels.fill import fill_patch_batch
 from ._kernels.heap import heap_pop_start, heap_push
-from ._kernels.patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch, smooth_patch_rows
+from ._kernels.patches import extract_patch, smooth_patch_rows
 from ._kernels.views import exclude_neighbourhood
 
 
@@ -84,37 +85,49 @@ class PatchWorkspace:
         self.exclusion_stamp = np.zeros(n_vertices, dtype=np.int64)
         self.exclusion_queue = np.empty(n_vertices, dtype=np.int64)
         self.exclusion_depth = np.empty(n_vertices, dtype=np.int64)
+        self._deferred = np.empty(4 * n_slots, dtype=np.int64)  # starts set aside while filling a batch
         self._patches = 0
         self._exclusions = 0
-        self._batch_start = 0
 
     @property
     def patch(self):
         """Slot 0's patch buffer (the one :meth:`grow` uses by default)."""
         return self.patches[0]
 
-    def start_batch(self):
-        """Begin a batch: patches grown from now on must not overlap each other."""
-        self._batch_start = self._patches + 1
-
-    def grow(self, start, confidence, slot=0, in_batch=False):
-        """Grow a patch from ``start`` into ``slot``; returns ``(size, outcome, gain)``.
-
-        With ``in_batch``, ``outcome`` is ``PATCH_OVERLAP`` when the patch
-        would share a vertex with one grown since :meth:`start_batch`.
-        """
+    def grow(self, start, confidence):
+        """Grow a patch from ``start`` into slot 0; returns ``(size, outcome, gain)``."""
         self._patches += 1
         size, outcome, gain = extract_patch(
-            start, self.indptr, self.indices, confidence, self.settings.min_gain,
-            self.settings.max_patch_size, self.stamp, self._patches, self.local_index, self.patches[slot],
-            self._batch_start if in_batch else self._patches,
+            start, self.indptr, self.indices, confidence, self.settings.min_gain, self.settings.max_patch_size,
+            self.stamp, self._patches, self.local_index, self.patches[0], self._patches,
         )
-        self.sizes[slot] = size
+        self.sizes[0] = size
         return size, outcome, gain
 
-    def release(self, slot):
-        """Give back the vertices of the patch in ``slot`` (it will not be processed)."""
-        self.stamp[self.patches[slot, : self.sizes[slot]]] = 0
+    def fill_batch(self, queue, excluded, confidence, process_capped_patches):
+        """Grow a batch of up to ``n_slots`` disjoint patches from the best starts of ``queue``.
+
+        See :func:`~fastprop._kernels.fill.fill_patch_batch`: at most
+        ``4 * n_slots`` starts are looked at; one whose patch would overlap
+        the batch waits in the queue for the next batch.
+
+        Returns
+        -------
+        n_batch : int
+            Viable patches grown, in slots ``0..n_batch-1``.
+        exhausted : bool
+            The queue ran out of starts.
+        n_starts : int
+            Starts tried (set-aside ones are not counted).
+        """
+        n_batch, exhausted, queue.size, self._patches, self._exclusions, n_starts = fill_patch_batch(
+            queue.priority, queue.rank, queue.vertex, queue.size, queue.tie_rank, excluded, confidence,
+            self.indptr, self.indices, self.settings.min_gain, self.settings.max_patch_size,
+            self.settings.exclusion_hops, process_capped_patches, self.stamp, self._patches, self.local_index,
+            self.patches, self.sizes, self.exclusion_stamp, self._exclusions, self.exclusion_queue,
+            self.exclusion_depth, self._deferred,
+        )
+        return n_batch, exhausted, n_starts
 
     def _buffers(self, n_slots, n_columns):
         shape = (n_slots, self.buffer_rows, n_columns)
@@ -171,30 +184,31 @@ class StartQueue:
     depends on ``random_state`` and on nothing else. A binary heap in three
     arrays (:mod:`fastprop._kernels.heap`), doubled when full: at a million
     vertices it holds hundreds of thousands of entries, which as Python
-    tuples would cost ~150 bytes each.
+    tuples would cost ~150 bytes each. The heap is ``priority``, ``rank``,
+    ``vertex`` and ``size`` (:meth:`PatchWorkspace.fill_batch` works on them).
     """
 
     def __init__(self, tie_rank, capacity=1024):
-        self._tie_rank = tie_rank
-        self._priority = np.empty(capacity, dtype=np.float64)
-        self._rank = np.empty(capacity, dtype=tie_rank.dtype)
-        self._vertex = np.empty(capacity, dtype=np.int64)
-        self._size = 0
+        self.tie_rank = tie_rank
+        self.priority = np.empty(capacity, dtype=np.float64)
+        self.rank = np.empty(capacity, dtype=tie_rank.dtype)
+        self.vertex = np.empty(capacity, dtype=np.int64)
+        self.size = 0
 
     def push(self, vertices, confidence):
         vertices = np.asarray(vertices, dtype=np.int64)
-        needed = self._size + vertices.size
-        if needed > self._vertex.size:
-            capacity = max(needed, 2 * self._vertex.size)
-            self._priority = _grown(self._priority, capacity, self._size)
-            self._rank = _grown(self._rank, capacity, self._size)
-            self._vertex = _grown(self._vertex, capacity, self._size)
-        self._size = heap_push(self._priority, self._rank, self._vertex, self._size, vertices, confidence,
-                               self._tie_rank)
+        needed = self.size + vertices.size
+        if needed > self.vertex.size:
+            capacity = max(needed, 2 * self.vertex.size)
+            self.priority = _grown(self.priority, capacity, self.size)
+            self.rank = _grown(self.rank, capacity, self.size)
+            self.vertex = _grown(self.vertex, capacity, self.size)
+        self.size = heap_push(self.priority, self.rank, self.vertex, self.size, vertices, confidence,
+                               self.tie_rank)
 
     def pop(self, excluded):
         """The best candidate not excluded, or -1 when none is left."""
-        vertex, self._size = heap_pop_start(self._priority, self._rank, self._vertex, self._size, excluded)
+        vertex, self.size = heap_pop_start(self.priority, self.rank, self.vertex, self.size, excluded)
         return int(vertex)
 
 
@@ -276,7 +290,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     """Run the path scheduler until no viable start remains.
 
     Patches are taken in batches of up to ``workspace.n_slots`` disjoint
-    patches (see :func:`_fill_batch`), processed in parallel, and their
+    patches (see :meth:`PatchWorkspace.fill_batch`), processed in parallel, and their
     newly confident vertices enter the start queue in slot order.
 
     Parameters
@@ -323,7 +337,8 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     n_confident = int(labeled.sum())
     exhausted = False
     while not exhausted:
-        n_batch, exhausted = _fill_batch(workspace, queue, excluded, state, process_capped_patches)
+        n_batch, exhausted, n_starts = workspace.fill_batch(queue, excluded, state.confidence, process_capped_patches)
+        state.n_starts += n_starts
         if n_batch == 0:
             continue
         newly_confident, n_newly_confident = workspace.process_batch(
@@ -341,47 +356,6 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
         if progress is not None:
             progress(n_confident, n_vertices)
     return state
-
-
-def _fill_batch(workspace, queue, excluded, state, process_capped_patches):
-    """Take starts in queue order and grow their patches until the batch is full.
-
-    A start whose patch would overlap one already in the batch is set aside
-    and tried again, with fresh confidences, in the next batch; at most
-    ``4 * n_slots`` starts are looked at per batch. Patches that are not
-    viable release their vertices.
-
-    Returns
-    -------
-    n_batch : int
-        Viable patches grown, in slots ``0..n_batch-1``.
-    exhausted : bool
-        The queue ran out of starts.
-    """
-    workspace.start_batch()
-    n_batch = 0
-    deferred = []
-    exhausted = False
-    for _ in range(4 * workspace.n_slots):
-        if n_batch == workspace.n_slots:
-            break
-        start = queue.pop(excluded)
-        if start < 0:
-            exhausted = not deferred
-            break
-        size, outcome, gain = workspace.grow(start, state.confidence, slot=n_batch, in_batch=True)
-        if outcome == PATCH_OVERLAP:
-            workspace.release(n_batch)
-            deferred.append(start)
-            continue
-        state.n_starts += 1
-        workspace.exclude(start, excluded)
-        if (outcome == PATCH_TOO_LARGE and not process_capped_patches) or gain <= 0.0:
-            workspace.release(n_batch)
-            continue
-        n_batch += 1
-    queue.push(deferred, state.confidence)
-    return n_batch, exhausted
 
 
 def _override(members, state, confidence_override, confident_threshold, newly_confident, n_new):

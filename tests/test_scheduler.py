@@ -7,8 +7,14 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop.graph import build_knn_graph
-from fastprop._kernels.patches import PATCH_OVERLAP
-from fastprop.scheduler import PatchSettings, PatchWorkspace, PropagationState, propagate, training_features
+from fastprop.scheduler import (
+    PatchSettings,
+    PatchWorkspace,
+    PropagationState,
+    StartQueue,
+    propagate,
+    training_features,
+)
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 
 
@@ -122,19 +128,15 @@ def fresh_state(seed_class, n_classes):
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(n_threads):
     """Several patches go to the threads whole, a single one by rows: the same arithmetic either way."""
-    graph, seed_class, logits, bias, _ = small_problem(seed=5, n=300)
+    graph, seed_class, logits, bias, tie_rank = small_problem(seed=5, n=300)
     settings = PatchSettings(min_gain=12.0, max_patch_size=80, exclusion_hops=1, depth=2)
     batch = PatchWorkspace(graph, settings, logits.shape[1], n_slots=3)
     initial_confidence = (seed_class >= 0).astype(np.float64)
-    batch.start_batch()
-    starts = []
-    for start in np.flatnonzero(seed_class >= 0):
-        _, outcome, _ = batch.grow(int(start), initial_confidence, slot=len(starts), in_batch=True)
-        if outcome != PATCH_OVERLAP:
-            starts.append(int(start))
-        if len(starts) == 3:
-            break
-    assert len(starts) == 3
+    queue = StartQueue(tie_rank)
+    queue.push(np.flatnonzero(seed_class >= 0), initial_confidence)
+    n_batch, _, _ = batch.fill_batch(queue, np.zeros(seed_class.size, dtype=bool), initial_confidence, False)
+    assert n_batch == 3
+    starts = batch.patches[:3, 0].tolist()  # a patch lists its start first
     together = fresh_state(seed_class, logits.shape[1])
     joined_together = []
     for _ in range(2):  # vertices join S from their second view on
@@ -176,8 +178,6 @@ def test_isolated_and_disconnected_vertices_get_no_views():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_start_queue_pops_in_heapq_order(seed):
     import heapq
-
-    from fastprop.scheduler import StartQueue
 
     rng = np.random.default_rng(seed)
     n = 500
