@@ -27,7 +27,8 @@ from .threshold import automatic_threshold, choose_threshold
 CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
-#: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k).
+#: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k;
+#: both before single patches were shared among the threads by rows).
 BATCH_FROM_SAMPLES = 200_000
 
 
@@ -74,10 +75,12 @@ class FastProp:
         s = 100 and 500 rows). At the defaults the two agree on Banking77.
     patch_batch_size : int in [1, 255] or "auto", default="auto"
         Up to this many non-overlapping patches are grown one after the
-        other, then smoothed and updated in parallel (the paper notes the
-        propagation parallelises this way). 1 is the strictly sequential
-        scheduler; a larger batch changes the order of starts slightly (a
-        start whose patch would overlap the batch waits for the next one).
+        other, then smoothed and updated in parallel, a patch per thread (the
+        paper notes the propagation parallelises this way). 1 is the strictly
+        sequential scheduler, whose single patches are shared among the
+        threads row by row; a larger batch changes the order of starts
+        slightly (a start whose patch would overlap the batch waits for the
+        next one).
         ``"auto"``: 1 below ``BATCH_FROM_SAMPLES`` (200,000) samples, 8 above.
         Measured on 2 cores (bench/RESULTS.md): batches of 8 speed the patch
         loop up 1.5-1.8x at 1M vertices, but not at all at 10k-100k, where they
