@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._kernels.batch import process_patch_batch
+from ._kernels.batch import process_patch_rows, process_whole_patches
 from ._kernels.fill import fill_patch_batch
 from ._kernels.heap import heap_pop_start, heap_push
 from ._kernels.patches import extract_patch, smooth_patch_rows
@@ -91,7 +91,7 @@ class PatchWorkspace:
 
     @property
     def patch(self):
-        """Slot 0's patch buffer (the one :meth:`grow` uses by default)."""
+        """Slot 0's patch buffer, where :meth:`grow` puts its patch."""
         return self.patches[0]
 
     def grow(self, start, confidence):
@@ -151,20 +151,34 @@ class PatchWorkspace:
     def process_batch(self, n_patches, logits, bias, state, single_view_confidence, confident_threshold):
         """Smooth the patches in slots ``0..n_patches-1`` and update their views, in parallel.
 
+        Whole patches go to the threads as long as each thread gets one
+        (:func:`~fastprop._kernels.batch.process_whole_patches`); the patches
+        left over, fewer than the threads, are shared among them row by row,
+        one after the other (:func:`~fastprop._kernels.batch.process_patch_rows`).
+        Either way gives the same result, whatever the thread count.
+
         Returns ``(newly_confident, n_newly_confident)``: per slot, the
         vertices that joined the confident set.
         """
         first, second = self._buffers(n_patches, logits.shape[1])
-        # Several patches go to the threads one at a time, not in equal contiguous shares: they
-        # differ in size and a batch holds a handful (at 1M vertices: patch loop 0.93x the time).
-        # A single patch is shared by rows, in equal shares.
-        with numba.parallel_chunksize(1 if n_patches > 1 else 0):
-            process_patch_batch(
-                n_patches, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
+        n_whole = n_patches - n_patches % numba.get_num_threads()
+        # Whole patches differ in size and a batch holds a handful: threads take them one at a
+        # time, not in equal contiguous shares (at 1M vertices: patch loop 0.93x the time).
+        with numba.parallel_chunksize(1):
+            process_whole_patches(
+                n_whole, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
                 self.local_index, self.row_begin, self.row_end, self.local_indices, self.local_weights, logits, bias,
                 self.settings.depth, first, second, state.frozen, state.probability_sum, state.view_count,
-                state.confidence, single_view_confidence, confident_threshold, self.joined, self.unfrozen_rows,
-                self.newly_confident, self.n_newly_confident,
+                state.confidence, single_view_confidence, confident_threshold, self.newly_confident,
+                self.n_newly_confident,
+            )
+        for slot in range(n_whole, n_patches):
+            self.n_newly_confident[slot] = process_patch_rows(
+                self.patches[slot], self.sizes[slot], self.indptr, self.indices, self.data, self.batch_slot,
+                self.local_index, self.row_begin[slot], self.row_end[slot], self.local_indices[slot],
+                self.local_weights[slot], logits, bias, self.settings.depth, first[slot], second[slot],
+                state.frozen, state.probability_sum, state.view_count, state.confidence, single_view_confidence,
+                confident_threshold, self.joined, self.unfrozen_rows, self.newly_confident[slot],
             )
         return self.newly_confident, self.n_newly_confident
 
@@ -203,8 +217,7 @@ class StartQueue:
             self.priority = _grown(self.priority, capacity, self.size)
             self.rank = _grown(self.rank, capacity, self.size)
             self.vertex = _grown(self.vertex, capacity, self.size)
-        self.size = heap_push(self.priority, self.rank, self.vertex, self.size, vertices, confidence,
-                               self.tie_rank)
+        self.size = heap_push(self.priority, self.rank, self.vertex, self.size, vertices, confidence, self.tie_rank)
 
     def pop(self, excluded):
         """The best candidate not excluded, or -1 when none is left."""
@@ -290,8 +303,8 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     """Run the path scheduler until no viable start remains.
 
     Patches are taken in batches of up to ``workspace.n_slots`` disjoint
-    patches (see :meth:`PatchWorkspace.fill_batch`), processed in parallel, and their
-    newly confident vertices enter the start queue in slot order.
+    patches (see :meth:`PatchWorkspace.fill_batch`), processed in parallel,
+    and their newly confident vertices enter the start queue in slot order.
 
     Parameters
     ----------

@@ -1,40 +1,36 @@
-"""A batch of disjoint patches processed in parallel: smoothing and view updates."""
+"""A batch of disjoint patches processed in parallel: smoothing and view updates.
+
+Two ways to share the work among the threads, with the same arithmetic for
+every row, so that neither the way nor the thread count changes the result:
+:func:`process_whole_patches` gives each thread whole patches (a patch's
+buffers then stay in one core's cache), :func:`process_patch_rows` shares a
+single patch's rows.
+"""
 
 import numba
 
-from .._config import JIT_OPTIONS, PARALLEL_JIT_OPTIONS
+from .._config import PARALLEL_JIT_OPTIONS
 from .patches import smooth_one_patch, smooth_patch_rows
 from .views import update_views
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def process_patch_batch(n_patches, patches, sizes, indptr, indices, data, batch_slot, local_index, row_begin, row_end,
-                        local_indices, local_weights, logits, bias, depth, first, second, frozen, probability_sum,
-                        view_count, confidence, single_view_confidence, confident_threshold, joined, unfrozen_rows,
-                        newly_confident, n_newly_confident):
-    """Smooth each patch of the batch and add its predictions to its vertices' views.
+def process_whole_patches(n_patches, patches, sizes, indptr, indices, data, batch_slot, local_index,
+                          row_begin, row_end, local_indices, local_weights, logits, bias, depth, first, second,
+                          frozen, probability_sum, view_count, confidence, single_view_confidence,
+                          confident_threshold, newly_confident, n_newly_confident):
+    """Smooth the patches of slots ``0..n_patches-1`` and add their predictions to their views.
 
     Patch ``b`` is ``patches[b, :sizes[b]]``, smoothed with ``logits`` as
-    values and ``depth`` steps, using row ``b`` of every buffer; each
-    vertex's update is :func:`~fastprop._kernels.views.update_views`.
-    Several patches are shared among the threads patch by patch, so that a
-    patch's buffers stay in one core's cache; a single patch is shared row
-    by row (:func:`~fastprop._kernels.patches.smooth_patch_rows`). The
-    patches are disjoint, so every row writes only its own buffers and its
-    own vertex's entries in the shared state, with the same arithmetic on
-    both paths: the result depends neither on the path nor on the thread
-    count. The vertices that join the confident set through patch ``b`` are
+    values and ``depth`` steps
+    (:func:`~fastprop._kernels.patches.smooth_one_patch`, using row ``b`` of
+    every buffer), each vertex's update
+    :func:`~fastprop._kernels.views.update_views`. Each patch runs on one
+    thread. The patches are disjoint, so each writes only its own buffers
+    and its own vertices' entries in the shared state. The vertices that
+    join the confident set through patch ``b`` are
     ``newly_confident[b, :n_newly_confident[b]]``, in patch order.
-    ``joined`` and ``unfrozen_rows`` are scratch for the row path.
     """
-    if n_patches == 1:
-        n_newly_confident[0] = _process_patch_rows(
-            patches[0], sizes[0], indptr, indices, data, batch_slot, local_index, row_begin[0], row_end[0],
-            local_indices[0], local_weights[0], logits, bias, depth, first[0], second[0], frozen, probability_sum,
-            view_count, confidence, single_view_confidence, confident_threshold, joined, unfrozen_rows,
-            newly_confident[0],
-        )
-        return
     for batch_index in numba.prange(n_patches):
         patch = patches[batch_index]
         size = sizes[batch_index]
@@ -55,11 +51,17 @@ def process_patch_batch(n_patches, patches, sizes, indptr, indices, data, batch_
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
-def _process_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
-                        local_weights, logits, bias, depth, first, second, frozen, probability_sum, view_count,
-                        confidence, single_view_confidence, confident_threshold, joined, unfrozen_rows,
-                        newly_confident):
-    """One patch, every loop shared among the threads by rows; returns how many of its vertices joined S."""
+def process_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
+                       local_weights, logits, bias, depth, first, second, frozen, probability_sum, view_count,
+                       confidence, single_view_confidence, confident_threshold, joined, unfrozen_rows,
+                       newly_confident):
+    """What :func:`process_whole_patches` does for one patch, with every loop shared among the threads by rows.
+
+    The patch is ``patch[:size]`` with its own rows of the buffers
+    (:func:`~fastprop._kernels.patches.smooth_patch_rows`); ``joined`` and
+    ``unfrozen_rows`` are scratch. Returns how many of its vertices joined
+    the confident set, written to ``newly_confident`` in patch order.
+    """
     smoothed, n_unfrozen = smooth_patch_rows(
         patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
         local_weights, logits, depth, first, second, frozen, unfrozen_rows,

@@ -1,9 +1,10 @@
 """Filling a batch of disjoint patches from the start queue, in one compiled call.
 
-At a million vertices a batch tries ~30 starts, most of them patches that
-run into another patch of the batch after a few hundred vertices: done
-from Python, each try paid a heap pop, a BFS and an exclusion through
-Numba's dispatcher (about 2 of the 12 serial seconds of the patch loop).
+At a million vertices a fit tries ~330,000 starts for ~48,000 patches: most
+patches run into another patch of their batch after a few hundred vertices
+and wait for the next batch. Done from Python, each try paid a heap pop, a
+BFS and an exclusion through Numba's dispatcher; in one compiled call the
+patch loop on one 1M graph went from 90.8 to 85.5 s, with the same result.
 """
 
 import numba

@@ -15,7 +15,6 @@ read misses the cache, so membership is read from a byte map instead,
 """
 
 import numba
-import numpy as np
 
 from .._config import JIT_OPTIONS, PARALLEL_JIT_OPTIONS
 
