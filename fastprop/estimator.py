@@ -82,10 +82,13 @@ class FastProp:
         slightly (a start whose patch would overlap the batch waits for the
         next one).
         ``"auto"``: 1 below ``BATCH_FROM_SAMPLES`` (200,000) samples, 8 above.
-        Measured on 2 cores (bench/RESULTS.md): batches of 8 speed the patch
-        loop up 1.5-1.8x at 1M vertices, but not at all at 10k-100k, where they
-        cost ~50% more wall time on Banking77 and, at s = 100, 5 points of
-        accuracy. The result never depends on the number of threads.
+        Measured on 2 cores (bench/RESULTS.md), when a single patch still ran
+        on one thread: batches of 8 sped the patch loop up 1.5-1.8x at 1M
+        vertices, but not at all at 10k-100k, where they cost ~50% more wall
+        time on Banking77 and, at s = 100, 5 points of accuracy. Since single
+        patches are shared by rows, the sequential scheduler takes 1.4-1.5x
+        less time on 2 threads than on 1. The result never depends on the
+        number of threads.
     exclusion_hops : int, default=1
         After a vertex has started a patch, vertices within this many hops
         never start one (m).
