@@ -125,9 +125,24 @@ def fresh_state(seed_class, n_classes):
     return state
 
 
-@pytest.mark.parametrize("n_threads", [1, 2])
-def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(n_threads):
-    """Several patches go to the threads whole, a single one by rows: the same arithmetic either way."""
+def run_on_threads(n_threads, work):
+    """``work()`` with ``n_threads`` Numba threads, the setting restored after."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        return work()
+    finally:
+        numba.set_num_threads(previous)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
+@pytest.mark.parametrize("batch_threads, single_threads", [(2, 1), (1, 2)])
+def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads, single_threads):
+    """Whole patches per thread, leftovers and lone patches by rows: the same arithmetic every way.
+
+    With 2 threads a batch of 3 gives two patches a thread each and shares
+    the third by rows; with 1 thread all three run whole.
+    """
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=5, n=300)
     settings = PatchSettings(min_gain=12.0, max_patch_size=80, exclusion_hops=1, depth=2)
     batch = PatchWorkspace(graph, settings, logits.shape[1], n_slots=3)
@@ -137,25 +152,27 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(n_threads):
     n_batch, _, _ = batch.fill_batch(queue, np.zeros(seed_class.size, dtype=bool), initial_confidence, False)
     assert n_batch == 3
     starts = batch.patches[:3, 0].tolist()  # a patch lists its start first
-    together = fresh_state(seed_class, logits.shape[1])
-    joined_together = []
-    for _ in range(2):  # vertices join S from their second view on
-        newly, n_newly = batch.process_batch(3, logits, bias, together, 1e-3, 0.6)
-        joined_together += [newly[slot, : n_newly[slot]].tolist() for slot in range(3)]
 
-    previous_threads = numba.get_num_threads()
-    numba.set_num_threads(n_threads)
-    try:
-        single = PatchWorkspace(graph, settings, logits.shape[1])
-        apart = fresh_state(seed_class, logits.shape[1])
-        joined_apart = []
+    def batched():
+        state, joined = fresh_state(seed_class, logits.shape[1]), []
+        for _ in range(2):  # vertices join S from their second view on
+            newly, n_newly = batch.process_batch(3, logits, bias, state, 1e-3, 0.6)
+            joined += [newly[slot, : n_newly[slot]].tolist() for slot in range(3)]
+        return state, joined
+
+    single = PatchWorkspace(graph, settings, logits.shape[1])
+
+    def one_by_one():
+        state, joined = fresh_state(seed_class, logits.shape[1]), []
         for _ in range(2):
             for start in starts:
                 single.grow(start, initial_confidence)
-                newly, n_newly = single.process_batch(1, logits, bias, apart, 1e-3, 0.6)
-                joined_apart.append(newly[0, : n_newly[0]].tolist())
-    finally:
-        numba.set_num_threads(previous_threads)
+                newly, n_newly = single.process_batch(1, logits, bias, state, 1e-3, 0.6)
+                joined.append(newly[0, : n_newly[0]].tolist())
+        return state, joined
+
+    together, joined_together = run_on_threads(batch_threads, batched)
+    apart, joined_apart = run_on_threads(single_threads, one_by_one)
     assert joined_apart == joined_together
     assert sum(map(len, joined_apart)) > 0
     for field in ("probability_sum", "view_count", "confidence", "frozen"):
