@@ -36,6 +36,7 @@ KMEANS_ITERATIONS = 4
 #: Fraction of the samples inserted first, in random order (see the module docstring).
 RANDOM_PREFIX = 0.1
 
+
 def _nearest_centroid(features, centroids):
     """Index of each row's most cosine-similar centroid (unit centroids; rows need not be unit)."""
     n_samples = features.shape[0]

@@ -385,4 +385,3 @@ def _override(members, state, confidence_override, confident_threshold, newly_co
     state.frozen[joined] = True
     newly_confident[: joined.size] = joined
     return joined.size
-
