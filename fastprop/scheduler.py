@@ -298,6 +298,19 @@ class PropagationState:
     n_patches: int = 0
     n_starts: int = 0
 
+    @classmethod
+    def from_seeds(cls, seed_class, n_classes):
+        """The state before any patch: seeds one-hot, confident and frozen; nothing else seen."""
+        labeled = seed_class >= 0
+        state = cls(
+            probability_sum=np.zeros((seed_class.size, n_classes), dtype=np.float64),
+            view_count=np.zeros(seed_class.size, dtype=np.int64),
+            confidence=labeled.astype(np.float64),
+            frozen=labeled.copy(),
+        )
+        state.probability_sum[np.flatnonzero(labeled), seed_class[labeled]] = 1.0
+        return state
+
 
 def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_threshold,
               single_view_confidence, process_capped_patches=False, confidence_override=None, progress=None):
@@ -338,13 +351,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     """
     n_vertices, n_classes = logits.shape
     labeled = seed_class >= 0
-    state = PropagationState(
-        probability_sum=np.zeros((n_vertices, n_classes), dtype=np.float64),
-        view_count=np.zeros(n_vertices, dtype=np.int64),
-        confidence=labeled.astype(np.float64),
-        frozen=labeled.copy(),
-    )
-    state.probability_sum[np.flatnonzero(labeled), seed_class[labeled]] = 1.0
+    state = PropagationState.from_seeds(seed_class, n_classes)
     excluded = np.zeros(n_vertices, dtype=bool)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), state.confidence)

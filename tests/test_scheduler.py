@@ -117,14 +117,6 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds():
     assert labels[0] == seed_class[first_seed]
 
 
-def fresh_state(seed_class, n_classes):
-    labeled = seed_class >= 0
-    state = PropagationState(np.zeros((seed_class.size, n_classes)), np.zeros(seed_class.size, dtype=np.int64),
-                             labeled.astype(np.float64), labeled.copy())
-    state.probability_sum[labeled, seed_class[labeled]] = 1.0
-    return state
-
-
 def run_on_threads(n_threads, work):
     """``work()`` with ``n_threads`` Numba threads, the setting restored after."""
     previous = numba.get_num_threads()
@@ -154,7 +146,7 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads
     starts = batch.patches[:3, 0].tolist()  # a patch lists its start first
 
     def batched():
-        state, joined = fresh_state(seed_class, logits.shape[1]), []
+        state, joined = PropagationState.from_seeds(seed_class, logits.shape[1]), []
         for _ in range(2):  # vertices join S from their second view on
             newly, n_newly = batch.process_batch(3, logits, bias, state, 1e-3, 0.6)
             joined += [newly[slot, : n_newly[slot]].tolist() for slot in range(3)]
@@ -163,7 +155,7 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads
     single = PatchWorkspace(graph, settings, logits.shape[1])
 
     def one_by_one():
-        state, joined = fresh_state(seed_class, logits.shape[1]), []
+        state, joined = PropagationState.from_seeds(seed_class, logits.shape[1]), []
         for _ in range(2):
             for start in starts:
                 single.grow(start, initial_confidence)
