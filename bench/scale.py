@@ -279,5 +279,6 @@ def main():
     )
     print(report)
 
+
 if __name__ == "__main__":
     main()

@@ -290,7 +290,9 @@ class FastProp:
         check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
         check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
         if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a callable progress(stage, done, total) or None, got {self.progress!r}.")
+            raise ValueError(
+                f"progress must be a callable progress(stage, done, total) or None, got {self.progress!r}."
+            )
         threshold = self.outlier_threshold
         if threshold is not None and not (isinstance(threshold, str) and threshold == "auto"):
             if isinstance(threshold, str):

@@ -99,8 +99,8 @@ def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, e
                         "method='exact'."
                     ) from None
                 search_ef = min(2 * search_ef, _MAX_EF)
-        found, found_similarities = _drop_self(labels.view(np.int64), np.subtract(np.float32(1.0), distances,
-                                                                                   out=distances), rows)
+        similarity = np.subtract(np.float32(1.0), distances, out=distances)
+        found, found_similarities = _drop_self(labels.view(np.int64), similarity, rows)
         indices[rows] = found
         similarities[rows] = found_similarities
 

@@ -87,7 +87,8 @@ def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, proce
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
-        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped, batch_size
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped,
+        batch_size,
     )
     assert state.n_patches == n_patches > 0
     assert_array_equal(state.view_count, counts)
