@@ -123,6 +123,32 @@ def test_graph_then_propagate_with_it_and_the_csv_round_trip(capsys, files):
     np.testing.assert_array_equal(table[:, 3], result["labels"] == -1)
 
 
+def test_graph_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys, files, monkeypatch):
+    from fastprop import build_knn_graph
+    from fastprop.cli import _commands
+
+    calls = []
+
+    def spy(*args, **options):
+        calls.append(options)
+        return build_knn_graph(*args, **options)
+
+    monkeypatch.setattr(_commands, "build_knn_graph", spy)
+    paths = [files["out"] / f"graph{run}.npz" for run in range(3)]
+    for path, extra in zip(paths, ([], [], ["--parallel-insert"])):
+        status, _, err = run(["graph", "--features", files["X"], "--out", path, "--neighbors", 10,
+                              "--method", "hnsw", *extra], capsys)
+        assert status == 0 and err == ""
+    assert [call["n_jobs"] for call in calls] == [None, None, -1]
+    assert all(call["random_state"] == 0 for call in calls)
+    first, second, parallel = (load_graph(path) for path in paths)
+    assert (first != second).nnz == 0  # one-thread insertion: the same graph bit for bit
+    # the all-cores graph is still the kNN graph: nearly all of the exact graph's edges
+    exact = build_knn_graph(np.load(files["X"]), 10, method="exact")
+    assert parallel.shape == exact.shape
+    assert exact.multiply(parallel).nnz >= 0.98 * exact.nnz
+
+
 def test_text_labels_validation_and_threshold_options(capsys, files):
     seeds = files["seeds"]
     text = files["in"] / "labels.csv"

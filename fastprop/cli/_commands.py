@@ -69,7 +69,8 @@ def _fastprop(progress, label="", **params):
     return FastProp(progress=reporter, **params)
 
 
-def _build_graph(X, n_neighbors, method, seed, progress):
+def _build_graph(X, n_neighbors, method, seed, progress, parallel_insert=False):
+    """The graph of ``X``; hnsw inserts on one thread (reproducible) unless ``parallel_insert``."""
     n_samples, n_features = X.shape
     if n_samples < 2:
         raise ValueError(f"a kNN graph needs at least 2 samples, got {n_samples}.")
@@ -80,7 +81,7 @@ def _build_graph(X, n_neighbors, method, seed, progress):
     if method == "auto":
         resolved = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
     progress.start(f"building the kNN graph ({resolved}, {n_samples:,} x {n_features}, K={n_neighbors})")
-    graph = build_knn_graph(X, n_neighbors, method=method, random_state=seed)
+    graph = build_knn_graph(X, n_neighbors, method=method, random_state=seed, n_jobs=-1 if parallel_insert else None)
     progress.finish(f"{graph.nnz:,} edges")
     return graph, n_neighbors, resolved
 
@@ -184,7 +185,8 @@ def run_graph(args, progress):
     """Build the cosine kNN affinity graph of ``--features`` and save it."""
     check_output(args.out, "--out", [("--features", args.features)])
     X, _ = load_features(args.features)
-    graph, n_neighbors, method = _build_graph(X, args.neighbors, args.method, args.seed, progress)
+    graph, n_neighbors, method = _build_graph(X, args.neighbors, args.method, args.seed, progress,
+                                              parallel_insert=args.parallel_insert)
     save_graph(args.out, graph)
     print(
         f"wrote {args.out}: cosine kNN graph of {X.shape[0]:,} samples, K={n_neighbors} "
