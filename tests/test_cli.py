@@ -123,7 +123,7 @@ def test_graph_then_propagate_with_it_and_the_csv_round_trip(capsys, files):
     np.testing.assert_array_equal(table[:, 3], result["labels"] == -1)
 
 
-def test_graph_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys, files, monkeypatch):
+def test_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys, files, monkeypatch):
     from fastprop import build_knn_graph
     from fastprop.cli import _commands
 
@@ -147,6 +147,10 @@ def test_graph_parallel_insert_builds_on_all_cores_and_default_is_reproducible(c
     exact = build_knn_graph(np.load(files["X"]), 10, method="exact")
     assert parallel.shape == exact.shape
     assert exact.multiply(parallel).nnz >= 0.98 * exact.nnz
+    # propagate builds its graph the same way when --graph is not given
+    status, _, err = run(propagate_args(files, "--method", "hnsw", "--parallel-insert"), capsys)
+    assert status == 0 and err == ""
+    assert calls[-1]["n_jobs"] == -1 and len(calls) == 4
 
 
 def test_text_labels_validation_and_threshold_options(capsys, files):

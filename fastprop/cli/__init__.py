@@ -130,6 +130,11 @@ def _add_graph_options(parser, what):
     parser.add_argument("--method", choices=("auto", "exact", "hnsw"), default="auto",
                         help="kNN search: exact brute force, hnswlib (approximate), or auto: "
                              "exact up to 30,000 samples, hnsw above")
+    parser.add_argument("--parallel-insert", action="store_true",
+                        help="build the hnsw index on all cores, not one: faster (at 1M samples on 2 "
+                             "cores, 191 s instead of 285 s for the whole graph), but hnswlib's parallel "
+                             "insertion gives a slightly different graph on every run, whatever --seed; "
+                             "no effect on the exact search")
 
 
 def build_parser():
@@ -180,13 +185,9 @@ def build_parser():
     graph.add_argument("--out", required=True, metavar="PATH", help="where to write the graph (.npz)")
     _add_graph_options(graph, "")
     graph.add_argument("--seed", type=_integer(0), default=0,
-                       help="seed of hnswlib's level generator; the hnsw index is built on one thread "
-                            "(queried on all cores), so the same seed gives the same graph")
-    graph.add_argument("--parallel-insert", action="store_true",
-                       help="build the hnsw index on all cores too: faster (at 1M samples on 2 cores, "
-                            "191 s instead of 285 s for the whole graph), but hnswlib's parallel "
-                            "insertion gives a slightly different graph on every run, whatever --seed; "
-                            "no effect on the exact search")
+                       help="seed of hnswlib's level generator; unless --parallel-insert, the hnsw "
+                            "index is built on one thread (queried on all cores), so the same seed "
+                            "gives the same graph")
 
     propagate = _command(
         subparsers, "propagate", run_propagate, "label embeddings from a few labels, flag outliers",

@@ -237,7 +237,8 @@ def run_propagate(args, progress):
     if args.graph is not None:
         graph = _load_graph(args.graph, n_samples)
     else:
-        graph, _, _ = _build_graph(X, args.neighbors, args.method, args.seed, progress)
+        graph, _, _ = _build_graph(X, args.neighbors, args.method, args.seed, progress,
+                                   parallel_insert=args.parallel_insert)
 
     model = _fastprop(progress, outlier_threshold=args.outlier_threshold, random_state=args.seed)
     start = time.perf_counter()
