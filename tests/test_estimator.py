@@ -7,6 +7,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import FastProp, build_knn_graph
+from threads import run_on_threads
 
 
 def two_clusters_and_outliers(seed=0, n_cluster=60, n_outlier=25):
@@ -358,10 +359,9 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     X, y, _ = two_clusters_and_outliers(seed=13, n_cluster=150)
     results = []
     for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-        numba.set_num_threads(threads)
-        model = FastProp(n_neighbors=8, random_state=0, patch_batch_size=4, min_gain=20.0).fit(X, y)
+        model = run_on_threads(threads, lambda: FastProp(n_neighbors=8, random_state=0, patch_batch_size=4,
+                                                         min_gain=20.0).fit(X, y))
         results.append(np.concatenate([model.label_distributions_.ravel(), model.confidence_]))
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
     assert numba.get_parallel_chunksize() == 0  # the batches' one-at-a-time schedule does not leak out

@@ -16,6 +16,7 @@ from fastprop.scheduler import (
     training_features,
 )
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
+from threads import run_on_threads
 
 
 def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False,
@@ -116,16 +117,6 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds():
     expected = (operator @ operator @ features[patch])[0]
     assert_allclose(rows[0], expected, atol=1e-10)
     assert labels[0] == seed_class[first_seed]
-
-
-def run_on_threads(n_threads, work):
-    """``work()`` with ``n_threads`` Numba threads, the setting restored after."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(n_threads)
-    try:
-        return work()
-    finally:
-        numba.set_num_threads(previous)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
