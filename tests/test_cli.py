@@ -72,7 +72,7 @@ def test_console_entry_point_runs_in_a_subprocess():
 
 @pytest.mark.parametrize("command, defaults", [
     ("demo", ["--samples N", "(default: 10000)", "(default: 20)", "fastprop-graph[plot]"]),
-    ("graph", ["--neighbors K", "(default: 30)", "(default: auto)"]),
+    ("graph", ["--neighbors K", "(default: 30)", "(default: auto)", "--parallel-insert"]),
     ("propagate", ["--outlier-threshold", "(default: auto)", "--validation", "--csv", "-1"]),
     ("bench", ["(default: 5)", "(default: 0.0 0.1 0.3 0.5)", "(default: 0.01)", "--mnist-split"]),
 ])
@@ -151,6 +151,9 @@ def test_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys,
     status, _, err = run(propagate_args(files, "--method", "hnsw", "--parallel-insert"), capsys)
     assert status == 0 and err == ""
     assert calls[-1]["n_jobs"] == -1 and len(calls) == 4
+    # a flag: a value is a usage error, one line naming it
+    status, out, err = run(["graph", "--features", files["X"], "--out", paths[0], "--parallel-insert=yes"], capsys)
+    assert status == 2 and out == "" and "--parallel-insert" in err and err.count("\n") == 1
 
 
 def test_text_labels_validation_and_threshold_options(capsys, files):
