@@ -43,8 +43,9 @@ SMALL_MAX_N = 100_000
 SMALL_REPEATS = 3
 #: "graph" is the kNN build; "prepare" is FastProp's own work on the graph before
 #: training (checking it, the random walk's degrees, the patch buffers).
-PHASES = ("graph", "prepare", "training", "propagation", "confnet", "threshold")
-#: What issue #6 calls propagation: everything between the graph and the threshold.
+PHASES = ("graph", "prepare", "training", "propagation", "confnet", "threshold", "provisional")
+#: What issue #6 calls propagation: everything between the graph and the threshold
+#: ("provisional", the provisional classes after the first threshold, is timed apart).
 PROPAGATION_PHASES = ("prepare", "training", "propagation", "confnet")
 
 

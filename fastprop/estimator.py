@@ -20,6 +20,7 @@ from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
 from .graph import build_knn_graph
 from .linear import fit_softmax_regression, softmax_proba
+from .novelty import provisional_class_confidence
 from .rows import inverse_norms, unit_rows
 from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
 from .threshold import automatic_threshold, choose_threshold
@@ -129,6 +130,19 @@ class FastProp:
         Final confidence: the mean of multi-view and ConfNet (the paper's
         ConfNet-dagger), either alone, or the random-score ablation (random
         scores also steer the scheduler).
+    provisional_classes : bool, default=True
+        Give the samples the first outlier threshold rejects classes of their
+        own (:mod:`fastprop.novelty`): as many provisional seeds as the seeds'
+        density gives them, placed farthest-first in SGC space; a softmax over
+        the known and the provisional classes then competes for every sample,
+        the final confidence becomes the mean of the first one and the largest
+        known-class probability, and the threshold is chosen again. Nothing
+        changes when the first threshold rejects no sample (e.g. no
+        outliers) or too few to earn a class. Measured with a validation
+        threshold (bench/RESULTS.md): accuracy +1.9 to +8.9 points at 30-50%
+        outliers on HWU64 and MNIST and +3.1 at 50% on Banking77, -1.5 at 30%
+        on Banking77 (whose outlier intents are near-duplicates of seeded
+        ones), -0.4 to -1.1 at 10%. False is the paper's method.
     outlier_threshold : "auto", float or None, default="auto"
         o_tau. With ``validation`` given to ``fit``, the threshold that
         maximises accuracy on it is used instead. ``"auto"``: an
@@ -171,6 +185,9 @@ class FastProp:
         Patches processed.
     n_starts_ : int
         Start vertices tried, viable or not.
+    n_provisional_classes_ : int
+        Provisional classes given to the samples the first threshold
+        rejected (0 with ``provisional_classes=False``).
     n_training_patches_ : int
         Patches sampled around the seeds to train the local predictor (0
         with ``predictor_training="graph"``).
@@ -234,6 +251,7 @@ class FastProp:
         predictor_training="graph",
         confnet_features="structure",
         confidence="both",
+        provisional_classes=True,
         outlier_threshold="auto",
         graph_method="auto",
         random_state=None,
@@ -256,6 +274,7 @@ class FastProp:
         self.predictor_training = predictor_training
         self.confnet_features = confnet_features
         self.confidence = confidence
+        self.provisional_classes = provisional_classes
         self.outlier_threshold = outlier_threshold
         self.graph_method = graph_method
         self.random_state = random_state
@@ -274,10 +293,9 @@ class FastProp:
                     "integer in [1, 255]."
                 )
             check_integer("patch_batch_size", self.patch_batch_size, low=1, high=255)
-        if not isinstance(self.process_capped_patches, (bool, np.bool_)):
-            raise ValueError(
-                f"process_capped_patches must be True or False, got {self.process_capped_patches!r}."
-            )
+        for name in ("process_capped_patches", "provisional_classes"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
         check_real("confident_threshold", self.confident_threshold, low=0, high=1, low_inclusive=False)
         check_real("single_view_confidence", self.single_view_confidence, low=0, high=1)
         check_integer("predictor_depth", self.predictor_depth, low=0, high=10)
@@ -361,6 +379,19 @@ class FastProp:
         predicted = distributions.argmax(axis=1)
         threshold = self._choose_threshold(final, predicted, unlabeled, validation)
         timings["threshold"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        self.n_provisional_classes_ = 0
+        if self.provisional_classes and self.confidence != "random" and threshold > 0:
+            known, self.n_provisional_classes_ = provisional_class_confidence(
+                context.walk, features, context.row_scale, seed_class, classes.size,
+                np.flatnonzero((final < threshold) & ~labeled), depth=int(self.predictor_depth),
+                l2=float(self.predictor_l2), rng=rng,
+            )
+            if known is not None:
+                final = np.clip(0.5 * (final + known), 0.0, 1.0)
+                final[labeled] = 1.0
+                threshold = self._choose_threshold(final, predicted, unlabeled, validation)
+        timings["provisional"] = time.perf_counter() - clock
 
         transduction = classes[predicted]
         transduction[labeled] = classes[seed_class[labeled]]

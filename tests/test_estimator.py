@@ -50,7 +50,7 @@ def test_invariants(fitted):
     assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
     assert np.all(np.isfinite(model.multiview_confidence_))
     assert model.view_count_.shape == (n,) and model.view_count_[seeds].sum() == 0
-    assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold"}
+    assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold", "provisional"}
 
 
 def test_confidence_combines_multiview_and_confnet(fitted):

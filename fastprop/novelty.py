@@ -1,0 +1,167 @@
+"""Provisional classes for the regions no seed reaches.
+
+Outliers are not scattered noise: they come in clusters of classes nobody
+seeded, and a predictor that only knows the seeded classes spreads them over
+the nearest known class. The paper's supplement suggests clustering the
+samples identified as outliers to discover new classes. Here the samples the
+first outlier threshold rejects get *provisional classes*: as many
+provisional seeds as the seeds' own density gives them (``n_seeds`` per
+``n_samples - n_identified`` samples), placed by a farthest-first traversal
+of their SGC features away from the seeds and from each other. A softmax
+regression over the known and the provisional classes then competes for
+every sample, and the largest known-class probability says how much of a
+sample a known class can claim.
+
+Everything is computed on the SGC rows of the few vertices involved and on
+``X W`` (known + provisional columns, in blocks), never an (n, n_features)
+smoothed copy.
+"""
+
+import numpy as np
+
+from .linear import fit_softmax_regression
+
+#: At most this many provisional classes (their columns cost time in every
+#: product of the known-class confidence).
+MAX_PROVISIONAL = 64
+#: Identified samples the farthest-first traversal looks at, at most (a random
+#: sample of them beyond), so that its cost does not grow with N.
+MAX_CANDIDATES = 20_000
+#: Columns of ``X W`` smoothed at a time.
+COLUMN_BLOCK = 32
+
+
+def n_provisional_classes(n_identified, n_seeds, n_samples):
+    """How many provisional classes ``n_identified`` rejected samples get.
+
+    As many as the seeds would have in as many samples of the known classes:
+    ``round(n_identified * n_seeds / (n_samples - n_identified))``, at most
+    :data:`MAX_PROVISIONAL` and at most ``n_identified``.
+    """
+    if n_identified == 0 or n_seeds == 0:
+        return 0
+    count = int(round(n_identified * n_seeds / max(n_samples - n_identified, 1)))
+    return min(count, MAX_PROVISIONAL, n_identified)
+
+
+def farthest_first(anchors, candidates, n_chosen):
+    """Farthest-first traversal of unit rows, away from ``anchors``.
+
+    Each step takes the candidate whose largest cosine similarity to the
+    anchors and to the candidates already taken is smallest (the first
+    candidate of equal ones).
+
+    Parameters
+    ----------
+    anchors : ndarray of shape (n_anchors, d)
+        Unit rows the traversal starts from (the seeds); may be empty.
+    candidates : ndarray of shape (n_candidates, d)
+        Unit rows.
+    n_chosen : int
+        How many to take, ``<= n_candidates``.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_chosen,)
+        Positions in ``candidates``, in the order taken.
+    """
+    if anchors.shape[0]:
+        nearest = (candidates @ anchors.T).max(axis=1)
+    else:
+        nearest = np.full(candidates.shape[0], -np.inf)
+    chosen = np.empty(n_chosen, dtype=np.int64)
+    for step in range(n_chosen):
+        pick = int(np.argmin(nearest))
+        chosen[step] = pick
+        np.maximum(nearest, candidates @ candidates[pick], out=nearest)
+        nearest[pick] = np.inf  # taken: never again
+    return chosen
+
+
+def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth):
+    """The largest known-class probability of a softmax over smoothed ``X W``.
+
+    ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
+    returns ``max_{k < n_known} p_k`` for every row. The columns are smoothed
+    :data:`COLUMN_BLOCK` at a time with a running log-sum-exp, so memory
+    stays O(n * COLUMN_BLOCK) whatever the number of classes.
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+    features : ndarray of shape (n, d), float32
+    row_scale : ndarray of shape (n,) or None
+    coef : ndarray of shape (d, n_columns)
+    intercept : ndarray of shape (n_columns,)
+    n_known : int
+        The first ``n_known`` columns are the known classes.
+    depth : int
+
+    Returns
+    -------
+    ndarray of shape (n,), float64, in [0, 1]
+    """
+    n_rows = features.shape[0]
+    largest_known = np.full(n_rows, -np.inf)
+    running_max = np.full(n_rows, -np.inf)
+    running_sum = np.zeros(n_rows)
+    for begin in range(0, coef.shape[1], COLUMN_BLOCK):
+        end = min(begin + COLUMN_BLOCK, coef.shape[1])
+        logits = walk.smooth(features @ coef[:, begin:end].astype(np.float32), None, depth, row_scale=row_scale)
+        logits += intercept[begin:end]
+        if begin < n_known:
+            np.maximum(largest_known, logits[:, : n_known - begin].max(axis=1), out=largest_known)
+        block_max = logits.max(axis=1)
+        new_max = np.maximum(running_max, block_max)
+        running_sum *= np.exp(running_max - new_max)
+        running_sum += np.exp(logits - new_max[:, None]).sum(axis=1)
+        running_max = new_max
+    return np.exp(largest_known - running_max) / running_sum
+
+
+def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng):
+    """Known-class confidence once the identified outliers have classes of their own.
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+    features : ndarray of shape (n, d), float32
+    row_scale : ndarray of shape (n,) or None
+        Inverse row norms (None for unit rows).
+    seed_class : ndarray of shape (n,), int64
+        Class index of the seeds, -1 elsewhere.
+    n_classes : int
+    identified : ndarray of int64
+        Unlabeled vertices the first threshold rejected.
+    depth : int
+        SGC depth (the local predictor's).
+    l2 : float
+        Ridge penalty of the softmax regression (the local predictor's).
+    rng : numpy.random.Generator
+        Draws the candidates when there are more than :data:`MAX_CANDIDATES`.
+
+    Returns
+    -------
+    confidence : ndarray of shape (n,), or None
+        :func:`known_class_confidence`; None when no provisional class is
+        due (nothing identified, or too few to earn one).
+    n_provisional : int
+    """
+    seeds = np.flatnonzero(seed_class >= 0)
+    n_provisional = n_provisional_classes(identified.size, seeds.size, seed_class.size)
+    if n_provisional == 0:
+        return None, 0
+    # Dense candidates only: a provisional seed on a stray sample would claim nothing.
+    weighted_degree = np.asarray(walk.graph.sum(axis=1), dtype=np.float64).ravel()
+    dense = identified[weighted_degree[identified] >= np.median(weighted_degree)]
+    candidates = dense if dense.size >= n_provisional else identified
+    if candidates.size > MAX_CANDIDATES:
+        candidates = np.sort(rng.choice(candidates, size=MAX_CANDIDATES, replace=False))
+    rows = walk.smooth(features, np.concatenate([seeds, candidates]), depth, row_scale=row_scale)
+    unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    picked = farthest_first(unit[: seeds.size], unit[seeds.size :], n_provisional)
+    training = np.concatenate([rows[: seeds.size], rows[seeds.size + picked]])
+    targets = np.concatenate([seed_class[seeds], n_classes + np.arange(n_provisional)])
+    coef, intercept = fit_softmax_regression(training, np.eye(n_classes + n_provisional)[targets], l2=l2)
+    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth)
+    return confidence, n_provisional

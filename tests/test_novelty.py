@@ -1,0 +1,152 @@
+"""Provisional classes (fastprop.novelty) against slow references and a hand-built case."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import softmax
+
+from fastprop import FastProp, build_knn_graph
+from fastprop.adjacency import RandomWalk
+from fastprop.novelty import (
+    COLUMN_BLOCK,
+    MAX_PROVISIONAL,
+    farthest_first,
+    known_class_confidence,
+    n_provisional_classes,
+    provisional_class_confidence,
+)
+from fastprop.protocol import outlier_auroc
+
+
+def unit(rows):
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def slow_farthest_first(anchors, candidates, n_chosen):
+    """Recompute every candidate's nearest chosen point from scratch at each step."""
+    chosen = []
+    for _ in range(n_chosen):
+        best, best_value = None, np.inf
+        for i, row in enumerate(candidates):
+            if i in chosen:
+                continue
+            centres = [*anchors, *(candidates[j] for j in chosen)]
+            value = max(float(row @ c) for c in centres) if centres else -np.inf
+            if value < best_value:
+                best, best_value = i, value
+        chosen.append(best)
+    return chosen
+
+
+@pytest.mark.parametrize("n_anchors", [0, 1, 4])
+def test_farthest_first_matches_the_slow_traversal(n_anchors):
+    rng = np.random.default_rng(n_anchors)
+    anchors = unit(rng.normal(size=(n_anchors, 5)))
+    candidates = unit(rng.normal(size=(40, 5)))
+    chosen = farthest_first(anchors, candidates, 12)
+    assert_array_equal(chosen, slow_farthest_first(anchors, candidates, 12))
+    assert len(set(chosen.tolist())) == 12
+
+
+def test_farthest_first_never_takes_a_candidate_twice_even_among_duplicates():
+    candidates = unit(np.repeat(np.eye(3), 2, axis=0))
+    chosen = farthest_first(np.zeros((0, 3)), candidates, 6)
+    assert sorted(chosen.tolist()) == list(range(6))
+
+
+@pytest.mark.parametrize(
+    ("n_identified", "n_seeds", "n_samples", "expected"),
+    [(0, 10, 1000, 0), (500, 10, 1000, 10), (100, 10, 1000, 1), (40, 10, 1000, 0),
+     (900, 100, 1000, MAX_PROVISIONAL), (3, 900, 1000, 3), (10, 0, 100, 0)],
+)
+def test_provisional_classes_get_the_seeds_density(n_identified, n_seeds, n_samples, expected):
+    assert n_provisional_classes(n_identified, n_seeds, n_samples) == expected
+
+
+@pytest.mark.parametrize("n_columns", [3, COLUMN_BLOCK + 5, 2 * COLUMN_BLOCK + 1])
+@pytest.mark.parametrize("depth", [0, 2])
+def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth):
+    rng = np.random.default_rng(n_columns + depth)
+    X = rng.normal(size=(80, 6)).astype(np.float32)
+    graph = build_knn_graph(X, 6, method="exact")
+    walk = RandomWalk(graph)
+    coef = rng.normal(size=(6, n_columns)) * 3
+    intercept = rng.normal(size=n_columns)
+    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
+    n_known = 2
+    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth)
+    dense = graph.toarray().astype(np.float64) + np.eye(80)
+    operator = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), depth)
+    logits = operator @ ((X.astype(np.float64) * scale[:, None]) @ coef.astype(np.float32).astype(np.float64))
+    expected = softmax(logits + intercept, axis=1)[:, :n_known].max(axis=1)
+    assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+
+
+def clusters(seed=0, n_per=60, n_unseeded=2):
+    """Two seeded clusters and ``n_unseeded`` clusters no seed reaches, on the sphere."""
+    rng = np.random.default_rng(seed)
+    centres = np.eye(8)[: 2 + n_unseeded] * 4
+    X = np.vstack([c + rng.normal(size=(n_per, 8)) for c in centres]).astype(np.float32)
+    y = np.full(len(X), -1)
+    y[[0, 1, n_per, n_per + 1]] = [0, 0, 1, 1]
+    truth = np.repeat([0, 1, *([-1] * n_unseeded)], n_per)
+    return X, y, truth
+
+
+def test_unseeded_clusters_lose_known_class_confidence():
+    X, y, truth = clusters()
+    graph = build_knn_graph(X, 8, method="exact")
+    walk = RandomWalk(graph)
+    seed_class = y.copy()
+    identified = np.flatnonzero(truth == -1)[::2]  # half of the outliers rejected at first
+    confidence, n_provisional = provisional_class_confidence(
+        walk, X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), seed_class, 2, identified,
+        depth=2, l2=1e-4, rng=np.random.default_rng(0),
+    )
+    assert n_provisional == n_provisional_classes(identified.size, 4, y.size) > 0
+    assert confidence.shape == (y.size,)
+    assert np.all((confidence >= 0) & (confidence <= 1))
+    assert outlier_auroc(confidence[y < 0], truth[y < 0]) > 0.95
+
+
+def test_nothing_identified_means_no_provisional_class():
+    X, y, _ = clusters()
+    walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
+    confidence, n_provisional = provisional_class_confidence(
+        walk, X, None, y, 2, np.empty(0, dtype=np.int64), depth=2, l2=1e-4, rng=np.random.default_rng(0),
+    )
+    assert confidence is None and n_provisional == 0
+
+
+def test_fastprop_with_provisional_classes_ranks_unseeded_clusters_lower():
+    X, y, truth = clusters(n_per=80)
+    unlabeled = np.flatnonzero(y < 0)
+    rng = np.random.default_rng(1)
+    known = np.sort(rng.choice(unlabeled, size=16, replace=False))
+    auroc = {}
+    for provisional in (False, True):
+        model = FastProp(n_neighbors=10, random_state=0, provisional_classes=provisional).fit(
+            X, y, validation=(known, truth[known])
+        )
+        assert np.all(np.isfinite(model.confidence_))
+        assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
+        assert (model.n_provisional_classes_ > 0) == provisional
+        assert_array_equal(model.transduction_[y >= 0], y[y >= 0])
+        auroc[provisional] = outlier_auroc(model.confidence_[unlabeled], truth[unlabeled])
+    assert auroc[True] >= auroc[False] > 0.95
+    assert np.mean(model.transduction_[truth == -1] == -1) > 0.9
+    assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.9
+
+
+def test_no_rejection_means_the_paper_path():
+    X, y, _ = clusters()
+    with_classes = FastProp(n_neighbors=10, random_state=0, outlier_threshold=None).fit(X, y)
+    without = FastProp(n_neighbors=10, random_state=0, outlier_threshold=None, provisional_classes=False).fit(X, y)
+    assert with_classes.n_provisional_classes_ == 0
+    assert_array_equal(with_classes.confidence_, without.confidence_)
+
+
+def test_provisional_classes_is_validated():
+    X, y, _ = clusters()
+    with pytest.raises(ValueError, match="provisional_classes must be True or False, got 'yes'"):
+        FastProp(provisional_classes="yes").fit(X, y)
