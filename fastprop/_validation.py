@@ -143,10 +143,17 @@ def check_choice(name, value, choices):
 def check_graph(graph, n_samples=None, *, name="graph"):
     """Validate an affinity graph and return it as canonical float32 CSR.
 
+    The sparse structure is checked before anything reads through it:
+    ``indptr`` starts at 0, never decreases and ends at the number of stored
+    entries, every index lies in ``[0, n)``, and the weights are finite,
+    non-negative and representable in float32 (none so small that it would
+    become 0, none so large that it would become inf). All checks are
+    vectorised and O(nnz); the kernels behind it trust the result.
+
     Parameters
     ----------
     graph : sparse matrix or ndarray of shape (n_samples, n_samples)
-        Non-negative, finite edge weights.
+        Non-negative, finite edge weights, in any scipy.sparse format.
     n_samples : int or None
         Expected number of vertices (the number of rows of ``X``), if known.
     name : str, default="graph"
@@ -167,36 +174,200 @@ def check_graph(graph, n_samples=None, *, name="graph"):
                 f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)}."
             )
         graph = sp.csr_matrix(dense)
-    rows, cols = graph.shape
-    if rows != cols:
-        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {graph.shape}.")
-    if n_samples is not None and rows != n_samples:
+    shape = _check_graph_shape(graph.shape, n_samples, name)
+    _check_weight_dtype(graph.dtype, name)
+    if graph.format not in ("csr", "csc", "bsr", "coo"):
+        # lil, dok and dia hold Python lists or dense diagonals: converting them reads through no index
+        try:
+            graph = graph.tocoo()
+        except (ValueError, IndexError, TypeError) as error:
+            raise ValueError(f"{name} is not a valid {graph.format} matrix: {error}.") from None
+    _check_storage(graph, shape, name)
+    original = graph if graph.format == "csr" else None
+    if original is None:
+        graph = graph.tocsr()  # safe now, and the arrays it makes are new: they may be changed in place
+    indices, data = _used_entries(graph.indptr, graph.indices, graph.data)
+    return _canonical_csr(shape, graph.indptr, indices, data, name, original=original, owned=original is None)
+
+
+def check_graph_arrays(shape, indptr, indices, data, n_samples=None, *, name):
+    """:func:`check_graph` for a graph read from file ``name`` as its CSR arrays.
+
+    The arrays are checked before a sparse matrix is made of them.
+    """
+    shape = np.asarray(shape)
+    if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer):
+        raise ValueError(f"{name}: its shape must be two integers, got {shape.tolist()!r}.")
+    shape = _check_graph_shape(tuple(int(s) for s in shape), n_samples, name)
+    arrays = {"indptr": np.asarray(indptr), "indices": np.asarray(indices), "data": np.asarray(data)}
+    for part, array in arrays.items():
+        if array.ndim != 1:
+            raise ValueError(f"{name}: array {part!r} must be 1-D, got shape {array.shape}.")
+    _check_weight_dtype(arrays["data"].dtype, name)
+    _check_compressed(arrays["indptr"], arrays["indices"], arrays["data"].size, shape, name, file=True)
+    indices, data = _used_entries(arrays["indptr"], arrays["indices"], arrays["data"])
+    return _canonical_csr(shape, arrays["indptr"], indices, data, name)
+
+
+def _used_entries(indptr, indices, data):
+    """``indices`` and ``data`` up to ``indptr[-1]`` (scipy ignores entries past it)."""
+    nnz = int(indptr[-1])
+    if indices.size == nnz:
+        return indices, data
+    return indices[:nnz], data[:nnz]
+
+
+def _check_graph_shape(shape, n_samples, name):
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 0:
+        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {tuple(shape)}.")
+    if n_samples is not None and shape[0] != n_samples:
         raise ValueError(
-            f"{name} has shape {graph.shape} but X has {n_samples} samples; build the graph "
+            f"{name} has shape {tuple(shape)} but X has {n_samples} samples; build the graph "
             f"from the same X (fastprop.build_knn_graph(X)) or pass the matching X."
         )
-    if not np.issubdtype(graph.dtype, np.number) or np.issubdtype(graph.dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real weights, got dtype {graph.dtype}.")
-    # A canonical float32 CSR (what build_knn_graph returns) is used as it is: a
-    # million-vertex graph is worth not copying. Anything else is copied, never modified.
-    reuse = isinstance(graph, sp.csr_matrix) and graph.dtype == np.float32 and graph.has_canonical_format
-    csr = graph if reuse else sp.csr_matrix(graph, dtype=np.float32, copy=True)
+    return int(shape[0]), int(shape[1])
+
+
+def _check_weight_dtype(dtype, name):
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"{name} must hold real weights, got dtype {dtype}.")
+
+
+def _check_storage(graph, shape, name):
+    """Check the index arrays of a csr, csc, bsr or coo matrix against ``shape``."""
+    if graph.format == "csr":
+        _check_compressed(graph.indptr, graph.indices, graph.data.size, shape, name)
+    elif graph.format == "csc":
+        _check_compressed(graph.indptr, graph.indices, graph.data.size, shape[::-1], name, major="column")
+    elif graph.format == "bsr":
+        rows, columns = graph.blocksize
+        if graph.data.ndim != 3 or graph.data.shape[1:] != (rows, columns):
+            raise ValueError(f"{name}: its BSR data has shape {graph.data.shape}, not (n_blocks, {rows}, {columns}).")
+        _check_compressed(graph.indptr, graph.indices, graph.data.shape[0],
+                          (shape[0] // rows, shape[1] // columns), name, major="block row")
+    else:
+        parts = {"row": np.asarray(graph.row), "col": np.asarray(graph.col)}
+        for part, array in parts.items():
+            if array.ndim != 1 or array.size != graph.data.size or not np.issubdtype(array.dtype, np.integer):
+                raise ValueError(
+                    f"{name}: its COO {part} array must be 1-D integers, one per weight "
+                    f"({graph.data.size}), got {array.dtype} of shape {array.shape}."
+                )
+            _check_index_range(array, shape[0], f"{name}: its COO {part} array")
+
+
+def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False):
+    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor).
+
+    ``indptr`` must have ``n_major + 1`` entries, start at 0, never decrease,
+    and end at most at ``len(indices) == n_data`` (entries past its end are
+    ignored, as scipy does); every used index must be in ``[0, n_minor)``.
+    ``file``: ``name`` is a file, whose arrays are named as such in messages.
+    """
+    n_major, n_minor = shape
+    label = {part: f"{name}: array {part!r}" if file else f"{name}.{part}" for part in ("indptr", "indices")}
+    for part, array in (("indptr", indptr), ("indices", indices)):
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"{label[part]} must be a 1-D integer array, got {array.dtype} of shape {array.shape}.")
+    if indptr.size != n_major + 1:
+        raise ValueError(
+            f"{label['indptr']} has {indptr.size} entries, but a graph of {n_major} {major}s needs "
+            f"{n_major + 1}; rebuild the matrix with scipy.sparse (or fastprop.build_knn_graph)."
+        )
+    if indptr[0] != 0:
+        raise ValueError(f"{label['indptr']} must start at 0, got {indptr[0].item()!r}.")
+    decreasing = np.flatnonzero(np.diff(indptr.astype(np.int64, copy=False)) < 0)
+    if decreasing.size:
+        at = int(decreasing[0])
+        raise ValueError(
+            f"{label['indptr']} decreases from {indptr[at].item()!r} to {indptr[at + 1].item()!r} at "
+            f"{major} {at}; it must never decrease (it is not a valid CSR matrix)."
+        )
+    if indices.size != n_data or indptr[-1] > indices.size:
+        raise ValueError(
+            f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
+            f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
+        )
+    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"])
+
+
+def _check_index_range(indices, n_vertices, what):
+    if indices.size == 0:
+        return
+    low, high = indices.min(), indices.max()
+    if low < 0 or high >= n_vertices:
+        position = int(np.argmax((indices < 0) | (indices >= n_vertices)))
+        raise ValueError(
+            f"{what} holds {indices[position].item()!r} at position {position}, outside "
+            f"[0, {n_vertices - 1}]: every index must be one of the graph's {n_vertices} vertices. "
+            "The matrix is corrupt; rebuild it (fastprop.build_knn_graph)."
+        )
+
+
+def _canonical_csr(shape, indptr, indices, data, name, *, original=None, owned=False):
+    """A canonical float32 CSR matrix of checked CSR arrays.
+
+    ``original`` (a CSR input) is returned itself when it already is one.
+    Unless the arrays are ``owned`` (made by a scipy conversion), they are
+    copied before anything is changed in place.
+    """
+    weights = _float32_weights(data, name)
+    # A fresh matrix over the same arrays: scipy caches whether a matrix is canonical,
+    # and the cached flag of the input is stale if its arrays were changed in place.
+    csr = sp.csr_matrix((weights, indices, indptr), shape=shape, copy=False)
+    if csr.has_canonical_format and not csr.diagonal().any() and weights.all():
+        # A canonical float32 CSR (what build_knn_graph returns) is used as it is: a
+        # million-vertex graph is worth not copying. Nothing writes to its arrays.
+        return original if isinstance(original, sp.csr_matrix) and weights is original.data else csr
+    if not owned:
+        csr = sp.csr_matrix((weights.copy() if weights is data else weights, indices.copy(), indptr.copy()),
+                            shape=shape, copy=False)
+    csr.setdiag(0)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    csr.sort_indices()
     if not np.isfinite(csr.data).all():
-        raise ValueError(f"{name} has NaN or infinite edge weights; all weights must be finite.")
-    if (csr.data < 0).any():
-        bad = int((csr.data < 0).sum())
+        raise ValueError(
+            f"{name} has duplicate entries whose summed weight overflows float32; sum them "
+            "yourself (with smaller weights) or drop the duplicates."
+        )
+    return csr
+
+
+def _float32_weights(data, name):
+    """``data`` as float32, raising if a weight is NaN, infinite, negative, or changes class in float32."""
+    with np.errstate(over="ignore"):
+        weights = data.astype(np.float32, copy=False)
+    finite = np.isfinite(weights)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        if np.isfinite(data[bad]).all():
+            raise ValueError(
+                f"{name} has {bad.size} weight(s) above float32's largest value "
+                f"({float(np.finfo(np.float32).max):.3g}), e.g. {data[bad[0]].item()!r}; fastprop stores weights "
+                "as float32, where they would become inf. Scale the weights down (e.g. divide by their maximum)."
+            )
+        raise ValueError(
+            f"{name} has {bad.size} NaN or infinite edge weight(s), e.g. {data[bad[0]].item()!r}; "
+            "all weights must be finite."
+        )
+    if (weights < 0).any():
+        bad = int((weights < 0).sum())
         raise ValueError(
             f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
             "(clip cosine similarities at 0, as build_knn_graph does)."
         )
-    if csr.diagonal().any() or not csr.data.all():
-        if csr is graph:
-            csr = graph.copy()
-        csr.setdiag(0)
-        csr.eliminate_zeros()
-    csr.sum_duplicates()
-    csr.sort_indices()
-    return csr
+    if weights is not data and np.issubdtype(data.dtype, np.floating):
+        vanished = (weights == 0) & (data != 0)
+        if vanished.any():
+            bad = np.flatnonzero(vanished)
+            raise ValueError(
+                f"{name} has {bad.size} positive weight(s) below float32's smallest positive value "
+                f"({float(np.finfo(np.float32).smallest_subnormal):.3g}), e.g. {data[bad[0]].item()!r}; fastprop "
+                "stores weights as float32, where they would become 0 and their edges would vanish. "
+                "Scale the weights up (e.g. divide by their maximum) or drop those edges."
+            )
+    return weights
 
 
 def check_random_state(random_state):
