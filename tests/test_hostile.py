@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 import fastprop
 from fastprop import FastProp, baselines, build_knn_graph, load_graph, save_graph
+from fastprop.datasets import load_embeddings
 from fastprop._validation import check_graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +123,17 @@ def test_corrupt_csr_structure_is_refused_by_every_baseline(issue, estimator, ho
         estimator().fit(X, y, graph=_corrupt(graph, how))
 
 
+@pytest.mark.parametrize("how", ["index too large", "negative index", "decreasing indptr"])
+def test_load_graph_checks_the_structure(issue, tmp_path, how):
+    graph = _corrupt(issue[2], how)
+    path = tmp_path / "bad.npz"
+    np.savez(path, format=np.array("csr"), shape=np.array(graph.shape), indptr=graph.indptr,
+             indices=graph.indices, data=graph.data)
+    message = CORRUPTIONS[how].replace(r"graph.ind", r"bad.npz: array 'ind", 1).replace(" holds", "' holds")
+    with pytest.raises(ValueError, match=message.replace(" decreases", "' decreases")):
+        load_graph(path)
+
+
 @pytest.mark.parametrize("fmt, message", [
     ("coo", r"COO row array holds 500 at position 3"),
     ("csc", r"graph.indices holds 500 at position 3"),
@@ -172,3 +184,153 @@ def test_checked_graph_keeps_the_weights(issue):
     graph.data *= 1e-40  # float32 subnormals: kept, not dropped
     checked = check_graph(graph)
     assert checked.nnz == graph.nnz and checked.data.min() > 0
+
+
+# ------------------------------------------------ 3. corrupt or hostile files
+
+
+def _save_graph_file(path, graph, *, compressed=False):
+    save = np.savez_compressed if compressed else np.savez
+    save(path, format=np.array("csr"), shape=np.array(graph.shape), indptr=graph.indptr, indices=graph.indices,
+         data=graph.data)
+
+
+def _flip_byte(path, offset_from_end):
+    content = bytearray(path.read_bytes())
+    content[-offset_from_end] ^= 0xFF
+    path.write_bytes(bytes(content))
+
+
+def _member_offset(path, member):
+    """Where the stored bytes of ``member`` begin in the zip file."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    content = path.read_bytes()
+    name_length, extra_length = np.frombuffer(content[info.header_offset + 26 : info.header_offset + 30], "<u2")
+    return info.header_offset + 30 + int(name_length) + int(extra_length), info.compress_size
+
+
+def test_corrupt_members_are_one_value_error_naming_the_file(issue, tmp_path):
+    """A bad CRC raised zipfile.BadZipFile, a bad deflate stream zlib.error."""
+    stored, deflated = tmp_path / "stored.npz", tmp_path / "deflated.npz"
+    _save_graph_file(stored, issue[2])
+    _save_graph_file(deflated, issue[2], compressed=True)
+    content = bytearray(stored.read_bytes())
+    start, size = _member_offset(stored, "data.npy")
+    content[start + size - 7] ^= 0xFF  # a weight's byte: only the CRC notices
+    stored.write_bytes(bytes(content))
+    with pytest.raises(ValueError, match=r"stored.npz: array 'data' cannot be read \(zipfile.BadZipFile: Bad CRC-32"):
+        load_graph(stored)
+    content = bytearray(deflated.read_bytes())
+    start, size = _member_offset(deflated, "indices.npy")
+    content[start : start + size] = bytes(size)  # zeros: not a deflate stream
+    deflated.write_bytes(bytes(content))
+    with pytest.raises(ValueError, match=r"deflated.npz: array 'indices' cannot be read \((zlib.error|zipfile.BadZipFile)"):
+        load_graph(deflated)
+
+
+def _npy_bytes(shape, dtype, body):
+    import io
+
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(stream, {"descr": np.dtype(dtype).str, "fortran_order": False,
+                                                  "shape": shape})
+    return stream.getvalue() + body
+
+
+def _write_zip(path, members, compression=0):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        for name, content in members.items():
+            archive.writestr(f"{name}.npy", content)
+
+
+def _declare_size(path, member, size):
+    """Make the zip directory claim ``size`` uncompressed bytes for ``member``."""
+    content = bytearray(path.read_bytes())
+    entry = content.index(b"PK\x01\x02" + bytes(0), 0)
+    while not content[entry + 46 : entry + 46 + len(member)] == member.encode():
+        entry = content.index(b"PK\x01\x02", entry + 4)
+    content[entry + 24 : entry + 28] = np.uint32(size).tobytes()
+    path.write_bytes(bytes(content))
+
+
+def test_decompression_bombs_are_refused_before_anything_is_allocated(tmp_path):
+    """A 1 MB file declaring a 500M-float member drove memory to 2 GB before it failed."""
+    import tracemalloc
+    import zipfile
+
+    small = {"format": _npy_bytes((), "<U3", "csr".encode("utf-32-le")),
+             "shape": _npy_bytes((2,), "<i8", np.array([10, 10], "<i8").tobytes())}
+    lying_header = tmp_path / "header.npz"
+    _write_zip(lying_header, {**small, "indptr": _npy_bytes((11,), "<i8", bytes(88)),
+                              "indices": _npy_bytes((0,), "<i4", b""),
+                              "data": _npy_bytes((500_000_000,), "<f4", bytes(2**20))})
+    lying_directory = tmp_path / "directory.npz"
+    _write_zip(lying_directory, {"X": _npy_bytes((500_000_000,), "<f4", bytes(2**20))}, zipfile.ZIP_DEFLATED)
+    _declare_size(lying_directory, "X.npy", 2_000_000_128)
+    lying_shape = tmp_path / "shape.npz"  # consistent members, but indptr says 10 edges and indices has 10M
+    _write_zip(lying_shape, {**small, "indptr": _npy_bytes((11,), "<i8", np.arange(11, dtype="<i8").tobytes()),
+                             "indices": _npy_bytes((10_000_000,), "<i4", bytes(40_000_000)),
+                             "data": _npy_bytes((10,), "<f4", bytes(40))}, zipfile.ZIP_DEFLATED)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"header.npz: array 'data' declares shape \(500000000,\) of float32 "
+                                             r"\(1.9 GB\) but the archive gives it 1.0 MB"):
+            load_graph(lying_header)
+        with pytest.raises(ValueError, match=r"directory.npz: array 'X' claims 1.9 GB from .* more than its "
+                                             "compression can hold"):
+            load_embeddings(lying_directory)
+        with pytest.raises(ValueError, match=r"shape.npz: array 'indices' has shape \(10000000,\) .* say \(10,\)"):
+            load_graph(lying_shape)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+
+
+def test_object_arrays_and_text_files_are_refused_without_a_pickle_hint(tmp_path, issue):
+    objects = tmp_path / "objects.npy"
+    np.save(objects, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    text = tmp_path / "labels.npy"
+    text.write_text("0\n1\n-1\n")
+    archive = tmp_path / "objects.npz"
+    np.savez(archive, X=np.array([None, 1], dtype=object), shape=np.array([2, 2]))
+    cases = [(lambda: load_embeddings(objects), r"objects.npy holds Python objects"),
+             (lambda: load_embeddings(text), r"labels.npy: is not a NumPy .npy or .npz file"),
+             (lambda: load_embeddings(archive), r"objects.npz: array 'X' holds Python objects")]
+    for load, message in cases:
+        with pytest.raises(ValueError, match=message) as raised:
+            load()
+        assert "allow_pickle" not in str(raised.value) and "pickle.load" not in str(raised.value)
+
+
+def test_truncated_npy_is_refused(tmp_path):
+    path = tmp_path / "X.npy"
+    np.save(path, np.ones((100, 4), dtype=np.float32))
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ValueError, match=r"X.npy declares an array of shape \(100, 4\) of float32 .* but holds"):
+        load_embeddings(path)
+
+
+def test_cli_reports_a_corrupt_graph_in_one_line(issue, tmp_path, capsys):
+    from fastprop.cli import main
+
+    X, y, graph = issue
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    path = tmp_path / "g.npz"
+    _save_graph_file(path, graph)
+    content = bytearray(path.read_bytes())
+    start, size = _member_offset(path, "indices.npy")
+    content[start + size - 3] ^= 0xFF
+    path.write_bytes(bytes(content))
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                   "--graph", str(path), "--out", str(tmp_path / "r.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith(f"fastprop: error: --graph {path}: array 'indices' cannot be read (zipfile.BadZipFile")
+    assert not (tmp_path / "r.npz").exists()

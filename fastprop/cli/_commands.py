@@ -201,15 +201,9 @@ def run_graph(args, progress):
 def _load_graph(path, n_samples):
     require_file(path, "--graph")
     try:
-        graph = load_graph(path)
+        return load_graph(path, n_samples)
     except ValueError as error:
-        raise ValueError(f"--graph {path}: {error}") from None
-    if graph.shape[0] != n_samples:
-        raise ValueError(
-            f"--graph {path}: has {graph.shape[0]:,} vertices but --features has {n_samples:,} "
-            "samples; build it from the same features (fastprop graph --features ...)."
-        )
-    return graph
+        raise ValueError(f"--graph {error}") from None
 
 
 def run_propagate(args, progress):

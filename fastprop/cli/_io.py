@@ -9,12 +9,11 @@ renamed over the target only once it is complete.
 import csv
 import io
 import os
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from .._files import NpzArchive, read_npy, write_atomically
 from .._validation import check_labels, check_validation
 from ..datasets import load_embeddings
 
@@ -63,28 +62,14 @@ def load_features(path, option="--features"):
 
 
 def _load_array(path, name, option):
-    """Array ``name`` of an ``.npz``, or the array of an ``.npy``, without unpickling."""
+    """Array ``name`` of an ``.npz``, or the array of an ``.npy``, read defensively (:mod:`fastprop._files`)."""
     try:
-        with open(path, "rb") as stream:
-            loaded = np.load(stream, allow_pickle=False)
-            if not isinstance(loaded, np.lib.npyio.NpzFile):
-                return loaded
-            with loaded:
-                files = list(loaded.files)
-                array = loaded[name] if name in files else None
-    except (OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{_describe(option, path)}: not a readable NumPy file ({error}).") from None
+        if path.suffix.lower() == ".npy":
+            return read_npy(path)
+        with NpzArchive(path) as archive:
+            return archive.read(name)
     except ValueError as error:
-        raise ValueError(
-            f"{_describe(option, path)}: not a plain NumPy file ({error}); fastprop never loads "
-            "pickled or object arrays."
-        ) from None
-    if array is None:
-        raise ValueError(
-            f"{_describe(option, path)}: has no array {name!r} (it holds {sorted(files)}); "
-            f"save it as numpy.savez(path, {name}={name})."
-        )
-    return array
+        raise ValueError(f"{option} {error}") from None
 
 
 def _read_lines(path, option):
@@ -186,40 +171,6 @@ def load_validation(path, labels, option="--validation"):
     except ValueError as error:
         raise ValueError(f"{_describe(option, path)}: {error}") from None
     return indices, truth
-
-
-def write_atomically(outputs):
-    """Write several files, each to a temporary name in its directory, then rename them.
-
-    Parameters
-    ----------
-    outputs : list of (path, write)
-        ``write(stream)`` fills a binary stream.
-
-    No target is touched until every temporary file is complete, so a failed
-    or interrupted run leaves the old files as they were and no partial file.
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    temporaries = []
-    try:
-        for path, write in outputs:
-            path = Path(path)
-            handle, temporary = tempfile.mkstemp(
-                prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-            )
-            temporaries.append(temporary)
-            with os.fdopen(handle, "wb") as stream:
-                write(stream)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.chmod(temporary, 0o666 & ~mask)
-        for (path, _), temporary in zip(outputs, temporaries):
-            os.replace(temporary, path)
-    finally:
-        for temporary in temporaries:
-            if os.path.exists(temporary):
-                os.remove(temporary)
 
 
 def result_writers(model, out=None, csv_path=None):
