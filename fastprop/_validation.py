@@ -15,6 +15,9 @@ _MAX_SHOWN = 5
 #: Rows checked at a time, so that checking a million embeddings never
 #: allocates an (n_samples, n_features) temporary.
 _ROWS_PER_BLOCK = 65536
+#: ``check_features(..., rescale_rows=True)`` leaves rows whose largest
+#: magnitude is within ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]`` as they are.
+_SAFE_EXPONENT = 40
 
 
 def _shown(indices):
@@ -23,7 +26,7 @@ def _shown(indices):
     return ", ".join(map(str, indices))
 
 
-def check_features(X, *, name="X", cosine=True):
+def check_features(X, *, name="X", cosine=True, rescale_rows=False):
     """Validate a feature matrix and return it as C-contiguous float32.
 
     Parameters
@@ -34,12 +37,21 @@ def check_features(X, *, name="X", cosine=True):
         Argument name used in error messages.
     cosine : bool, default=True
         Reject all-zero rows, whose cosine similarity is undefined.
+    rescale_rows : bool, default=False
+        For callers that use only the rows' directions (cosine similarity,
+        FastProp): scale every row whose largest magnitude is outside
+        ``[2**-40, 2**40]`` by a power of two so that it lies in [0.5, 1).
+        That is exact, changes no cosine, and keeps float32 sums of squares
+        and products with the rows far from overflow and underflow (finite
+        float32 rows as large as 1e38, or float64 rows as large as 1e300,
+        would otherwise give inf or NaN). Rows inside the range, as every
+        ordinary embedding is, are left as they are.
 
     Returns
     -------
     ndarray of shape (n_samples, n_features), float32
-        A converted copy, or ``X`` itself when it already is C-contiguous float32.
-        It is never modified by fastprop.
+        A converted copy, or ``X`` itself when it already is C-contiguous float32
+        (and no row needed rescaling). It is never modified by fastprop.
     """
     if sp.issparse(X):
         raise ValueError(
@@ -63,20 +75,29 @@ def check_features(X, *, name="X", cosine=True):
         raise ValueError(
             f"{name} is empty (shape {array.shape}); it needs at least one sample and one feature."
         )
-    with np.errstate(over="ignore", invalid="ignore"):
+    largest = _largest_magnitudes(array, name)
+    exponents = None
+    if rescale_rows:
+        outside = (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
+        if outside.any():
+            exponents = np.where(outside, np.frexp(largest)[1], 0)
+    elif array.dtype.itemsize > 4 and np.issubdtype(array.dtype, np.floating):
+        overflow = largest > np.finfo(np.float32).max
+        if overflow.any():
+            bad = np.flatnonzero(overflow)
+            raise ValueError(
+                f"{name} has {bad.size} row(s) with a value that overflows float32, the first is row "
+                f"{bad[0]} (largest magnitude {largest[bad[0]]!r}). fastprop computes in float32: "
+                f"scale {name} down first."
+            )
+    if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
-    finite_rows = np.empty(features.shape[0], dtype=bool)
-    for start in range(0, features.shape[0], _ROWS_PER_BLOCK):
-        block = features[start : start + _ROWS_PER_BLOCK]
-        finite_rows[start : start + block.shape[0]] = np.isfinite(block).all(axis=1)
-    if not finite_rows.all():
-        bad = np.flatnonzero(~finite_rows)
-        overflow = np.isfinite(array[bad[0]]).all() if array.dtype != np.float32 else False
-        hint = " (the value overflows float32)" if overflow else ""
-        raise ValueError(
-            f"{name} has {bad.size} row(s) with NaN or infinite values, the first is row "
-            f"{bad[0]}{hint}. Remove or impute them before building the graph."
-        )
+    else:
+        features = np.empty(array.shape, dtype=np.float32)
+        for start in range(0, array.shape[0], _ROWS_PER_BLOCK):
+            stop = start + _ROWS_PER_BLOCK
+            features[start:stop] = np.ldexp(np.asarray(array[start:stop], dtype=np.float64),
+                                            -exponents[start:stop, None])
     if cosine:
         zero_rows = ~features.any(axis=1)
         if zero_rows.any():
@@ -87,6 +108,30 @@ def check_features(X, *, name="X", cosine=True):
                 "undefined. Remove them or give them a non-zero embedding."
             )
     return features
+
+
+def _largest_magnitudes(array, name):
+    """Each row's largest absolute value, in float64; raises on NaN or infinite values.
+
+    Computed block by block from each row's minimum and maximum (NaN
+    propagates into both), so no (n_samples, n_features) temporary is made.
+    """
+    largest = np.empty(array.shape[0])
+    finite = np.empty(array.shape[0], dtype=bool)
+    for start in range(0, array.shape[0], _ROWS_PER_BLOCK):
+        block = array[start : start + _ROWS_PER_BLOCK]
+        low = block.min(axis=1).astype(np.float64)
+        high = block.max(axis=1).astype(np.float64)
+        stop = start + block.shape[0]
+        finite[start:stop] = np.isfinite(low) & np.isfinite(high)
+        largest[start:stop] = np.maximum(np.abs(low), np.abs(high))
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise ValueError(
+            f"{name} has {bad.size} row(s) with NaN or infinite values, the first is row "
+            f"{bad[0]}. Remove or impute them before building the graph."
+        )
+    return largest
 
 
 def check_n_neighbors(n_neighbors, n_samples):

@@ -324,7 +324,7 @@ class FastProp:
         self
         """
         self._check_parameters()
-        features = check_features(X)
+        features = check_features(X, rescale_rows=True)  # only directions matter: cosine graph, unit rows
         n_samples = features.shape[0]
         classes, seed_class = check_labels(y, n_samples)
         labeled = seed_class >= 0

@@ -197,7 +197,7 @@ def knn_search(
 def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=100, ef=None,
                random_state=None, n_jobs=None):
     """:func:`knn_search`; with ``compact``, int32 indices whenever they fit (half the memory)."""
-    features = check_features(X)
+    features = check_features(X, rescale_rows=True)
     n_samples = features.shape[0]
     n_neighbors = check_n_neighbors(n_neighbors, n_samples)
     method = check_choice("method", method, ("auto", "exact", "hnsw"))
