@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._concurrency import serialised
 from ._validation import (
     check_choice,
     check_features,
@@ -302,6 +303,7 @@ class FastProp:
                 )
             check_real("outlier_threshold", threshold, low=0, high=1)
 
+    @serialised
     def fit(self, X, y, graph=None, validation=None):
         """Propagate the labels of ``y`` to every sample of ``X``.
 

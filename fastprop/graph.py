@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from ._kernels.csr import knn_to_symmetric_csr
 from ._kernels.topk import top_k_rows
+from ._concurrency import serialised
 from ._files import NpzArchive, write_atomically
 from ._validation import (
     check_choice,
@@ -194,6 +195,7 @@ def knn_search(
                       random_state=random_state, n_jobs=n_jobs)
 
 
+@serialised
 def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=100, ef=None,
                random_state=None, n_jobs=None):
     """:func:`knn_search`; with ``compact``, int32 indices whenever they fit (half the memory)."""
@@ -222,6 +224,7 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
     return indices, similarities
 
 
+@serialised
 def knn_graph_from_lists(indices, similarities, n_samples=None):
     """Symmetric CSR affinity from directed kNN lists.
 

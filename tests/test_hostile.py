@@ -378,3 +378,49 @@ def test_cli_never_writes_nan(issue, tmp_path, capsys):
     assert "nan" not in (tmp_path / "r.csv").read_text().lower()
     with np.load(tmp_path / "r.npz") as result:
         assert np.isfinite(result["confidence"]).all() and np.isfinite(result["label_distributions"]).all()
+
+
+# ------------------------------------------------ 4. fits from several threads
+
+THREADS_SCRIPT = """
+import threading, numba
+from fastprop.baselines import SGC
+
+def fits():
+    model = fastprop.FastProp(random_state=0).fit(X, y, graph=G)
+    built = fastprop.build_knn_graph(X, 10, random_state=0)
+    sgc = SGC(n_neighbors=10).fit(X, y)
+    return [model.confidence_, model.label_distributions_, built.data, sgc.label_distributions_]
+
+alone = fits()
+results, errors = [], []
+
+def work():
+    try:
+        for _ in range(2):
+            results.append(fits())
+    except BaseException as error:
+        errors.append(error)
+
+threads = [threading.Thread(target=work) for _ in range(2)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+same = all(np.array_equal(a, b) for result in results for a, b in zip(result, alone))
+print(numba.threading_layer(), len(results), same, errors)
+"""
+
+
+@pytest.mark.parametrize("layer", ["workqueue", "default"])
+def test_fits_from_two_threads(layer):
+    """Under the workqueue layer, two threads' fits aborted the process (SIGABRT)."""
+    env = {"NUMBA_NUM_THREADS": "2"}
+    if layer != "default":
+        env["NUMBA_THREADING_LAYER"] = layer
+    result = run_python(THREADS_SCRIPT, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    chosen, count, same, errors = result.stdout.split(maxsplit=3)
+    assert (count, same, errors.strip()) == ("4", "True", "[]")
+    if layer != "default":
+        assert chosen == layer

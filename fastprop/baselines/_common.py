@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._concurrency import serialised
 from .._validation import check_features, check_graph, check_integer, check_labels
 from ..graph import build_knn_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
@@ -213,6 +214,7 @@ class GraphBaseline:
     normalises, and may set ``n_iter_``.
     """
 
+    @serialised
     def fit(self, X, y, graph=None):
         """Propagate the seed labels of ``y`` to every sample.
 
