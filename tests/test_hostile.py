@@ -424,3 +424,135 @@ def test_fits_from_two_threads(layer):
     assert (count, same, errors.strip()) == ("4", "True", "[]")
     if layer != "default":
         assert chosen == layer
+
+
+# ------------------------------------------------ 5. signals and temporary files
+
+#: Runs the CLI with np.savez (every result and graph writer) or the array reader stalled halfway.
+STALLED_CLI = """
+import sys, time, zipfile
+import numpy as np
+import fastprop._files
+from fastprop.cli import main
+
+def stall_writing(stream, **arrays):
+    stream.write(b"half a file")
+    stream.flush()
+    print("stalled", flush=True)
+    time.sleep(60)
+
+read_data = fastprop._files._read_data
+
+def stall_reading_a_zip_member(stream, *args):
+    if isinstance(stream, zipfile.ZipExtFile):
+        print("stalled", flush=True)
+        time.sleep(60)
+    return read_data(stream, *args)
+
+if sys.argv[1] == "write":
+    np.savez = stall_writing
+else:
+    fastprop._files._read_data = stall_reading_a_zip_member
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _start(script, *args):
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+
+
+@pytest.fixture
+def cli_inputs(issue, tmp_path):
+    X, y, graph = issue
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    np.save(inputs / "X.npy", X)
+    np.save(inputs / "y.npy", y)
+    save_graph(inputs / "g.npz", graph)
+    (tmp_path / "out").mkdir()
+    return inputs, tmp_path / "out"
+
+
+COMMANDS = {
+    "graph": ["graph", "--features", "{in}/X.npy", "--out", "{out}/g.npz", "--neighbors", "10"],
+    "propagate": ["propagate", "--features", "{in}/X.npy", "--labels", "{in}/y.npy", "--graph", "{in}/g.npz",
+                  "--out", "{out}/r.npz", "--csv", "{out}/r.csv"],
+}
+
+
+def _command(name, inputs, out):
+    return [arg.format(**{"in": inputs, "out": out}) for arg in COMMANDS[name]]
+
+
+@pytest.mark.parametrize("signal_name, status, word", [("SIGTERM", 143, "terminated"),
+                                                       ("SIGINT", 130, "interrupted")])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_signal_mid_write_leaves_no_file(cli_inputs, command, signal_name, status, word):
+    """SIGTERM during save_graph left <path>.tmp-<pid>.npz (matched by *.npz), propagate .r.npz.*.tmp."""
+    import glob
+    import signal
+
+    inputs, out = cli_inputs
+    process = _start(STALLED_CLI, "write", *_command(command, inputs, out))
+    try:
+        assert process.stdout.readline() == "stalled\n", process.stderr.read()
+        temporaries = os.listdir(out)
+        assert len(temporaries) == 1 and temporaries[0].startswith(".") and temporaries[0].endswith(".tmp")
+        assert glob.glob(str(out / "*.npz")) + glob.glob(str(out / "*.csv")) == []
+        process.send_signal(getattr(signal, signal_name))
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == status
+    assert err == f"fastprop: {word}; no partial file was written.\n"
+    assert os.listdir(out) == []
+
+
+def test_ctrl_c_while_a_zip_member_is_open_is_one_line(cli_inputs):
+    import signal
+
+    inputs, out = cli_inputs
+    process = _start(STALLED_CLI, "read", *_command("propagate", inputs, out))
+    try:
+        assert process.stdout.readline() == "stalled\n", process.stderr.read()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert (process.returncode, err) == (130, "fastprop: interrupted; no partial file was written.\n")
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.8])
+def test_ctrl_c_at_start_up_is_one_line(cli_inputs, delay):
+    """A Ctrl-C while NumPy, SciPy and Numba were being imported printed a traceback."""
+    import signal
+    import time
+
+    inputs, out = cli_inputs
+    process = _start("import sys; from fastprop.cli import main; sys.exit(main(sys.argv[1:]))",
+                     *_command("propagate", inputs, out))
+    try:
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, err) == (130, "fastprop: interrupted; no partial file was written.\n")
+    assert os.listdir(out) == []
+
+
+def test_save_graph_names_the_target_and_leaves_nothing(issue, tmp_path, monkeypatch):
+    """An unwritable directory raised an OSError naming the temporary file."""
+    graph = issue[2]
+    with pytest.raises(ValueError, match=r"cannot write '.*missing/g.npz': directory '.*missing' does not exist"):
+        save_graph(tmp_path / "missing" / "g.npz", graph)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)  # a read-only target (root may write anywhere)
+    with pytest.raises(PermissionError, match=r"cannot write '.*/g.npz': Permission denied"):
+        save_graph(tmp_path / "g.npz", graph)
+    assert os.listdir(tmp_path) == []

@@ -3,19 +3,24 @@
 Run ``fastprop COMMAND --help`` (or ``python -m fastprop COMMAND --help``)
 for every option and its default. :func:`main` returns the exit status: 0 on
 success, 2 on bad input (one ``fastprop: error: ...`` line on stderr, no
-traceback), 130 when interrupted.
+traceback), 130 when interrupted (Ctrl-C, at any moment, start-up included),
+143 when terminated (SIGTERM). Interrupted or terminated, it removes its
+temporary files and prints one line.
+
+This module imports only the standard library; NumPy, SciPy, Numba and the
+commands are imported inside :func:`main`, where a Ctrl-C is handled.
 """
 
 import argparse
 import io
 import os
+import signal
 import sys
 import textwrap
+import threading
 import warnings
 from importlib import metadata
 
-from .. import benchmark
-from ._commands import run_bench, run_demo, run_graph, run_propagate
 from ._progress import Progress
 
 __all__ = ["main", "build_parser"]
@@ -23,6 +28,7 @@ __all__ = ["main", "build_parser"]
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 _PLOT_NOTE = 'needs matplotlib: pip install "fastprop-graph[plot]"'
@@ -139,6 +145,9 @@ def _add_graph_options(parser, what):
 
 def build_parser():
     """The ``argparse`` parser of the ``fastprop`` command."""
+    from .. import benchmark
+    from ._commands import run_bench, run_demo, run_graph, run_propagate
+
     try:
         version = metadata.version("fastprop-graph")
     except metadata.PackageNotFoundError:
@@ -282,8 +291,33 @@ def _one_line(error):
     return " ".join(str(error).split()) or type(error).__name__
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so that every ``finally`` block runs (temporary files go)."""
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
+    raise _Terminated
+
+
 def main(argv=None):
     """Run the ``fastprop`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        sys.stderr.write("fastprop: terminated; no partial file was written.\n")
+        return EXIT_TERMINATED
+    finally:
+        if in_main_thread:  # a handler installed outside Python reads back as None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(argv):
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(argv)
@@ -318,6 +352,3 @@ def main(argv=None):
         except (ValueError, OSError) as error:
             sys.stderr.write(f"fastprop: error: {_one_line(error)}\n")
             return EXIT_BAD_INPUT
-        except KeyboardInterrupt:
-            sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
-            return EXIT_INTERRUPTED

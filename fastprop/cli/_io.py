@@ -58,7 +58,7 @@ def load_features(path, option="--features"):
     try:
         return load_embeddings(path)
     except ValueError as error:
-        raise ValueError(f"{_describe(option, path)}: {error}") from None
+        raise _about_file(option, path, error) from None
 
 
 def _load_array(path, name, option):
@@ -69,7 +69,15 @@ def _load_array(path, name, option):
         with NpzArchive(path) as archive:
             return archive.read(name)
     except ValueError as error:
-        raise ValueError(f"{option} {error}") from None
+        raise _about_file(option, path, error) from None
+
+
+def _about_file(option, path, error):
+    """``error`` (about the file at ``path``) prefixed by the option, the path named once."""
+    text = str(error)
+    if text.startswith(os.fspath(path)):  # the file readers' messages begin with the path
+        return ValueError(f"{option} {text}")
+    return ValueError(f"{_describe(option, path)}: {text}")
 
 
 def _read_lines(path, option):
