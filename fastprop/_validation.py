@@ -18,6 +18,7 @@ _ROWS_PER_BLOCK = 65536
 #: ``check_features(..., rescale_rows=True)`` leaves rows whose largest
 #: magnitude is within ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]`` as they are.
 _SAFE_EXPONENT = 40
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _shown(indices):
@@ -151,6 +152,13 @@ def check_integer(name, value, *, low=None, high=None):
         raise ValueError(f"{name} must be an integer, got {value!r}.")
     _check_range(name, value, low, high, True, True)
     return int(value)
+
+
+def check_bool(name, value):
+    """Validate a True/False parameter."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inclusive=True):
@@ -470,13 +478,28 @@ def check_labels(y, n_samples):
 
 
 def as_integer_labels(labels, name):
-    """Return ``labels`` as int64, rejecting non-integral values."""
-    if np.issubdtype(labels.dtype, np.integer):
-        return labels.astype(np.int64)
+    """Return ``labels`` as int64, rejecting non-integral values and values outside int64.
+
+    A uint64 label of 2**64 - 1 used to wrap around to -1 (a seed silently
+    dropped), and labels >= 2**63 to -9223372036854775808.
+    """
+    integral = np.issubdtype(labels.dtype, np.integer)
     if np.issubdtype(labels.dtype, np.floating):
-        finite = np.isfinite(labels)
-        if finite.all() and np.array_equal(labels, np.round(labels)):
-            return labels.astype(np.int64)
+        integral = np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))
+    if integral:
+        if labels.dtype.kind == "u":
+            outside = labels > _INT64_MAX
+        elif labels.dtype.kind == "f":
+            outside = (labels >= 2.0**63) | (labels < -(2.0**63))
+        else:
+            outside = np.zeros(labels.shape, dtype=bool)
+        if outside.any():
+            bad = labels[outside].flat[0]
+            raise ValueError(
+                f"{name} has label {bad.item()!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
+                "are int64. Encode the classes as small integers, e.g. with numpy.unique(..., return_inverse=True)."
+            )
+        return labels.astype(np.int64)
     raise ValueError(
         f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}"
         f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "

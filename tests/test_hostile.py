@@ -6,6 +6,7 @@ the subprocesses load the kernels from Numba's on-disk cache.
 """
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -556,3 +557,81 @@ def test_save_graph_names_the_target_and_leaves_nothing(issue, tmp_path, monkeyp
     with pytest.raises(PermissionError, match=r"cannot write '.*/g.npz': Permission denied"):
         save_graph(tmp_path / "g.npz", graph)
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------ 6. thresholds and labels
+
+
+def test_validation_of_only_known_outliers_gives_a_finite_threshold(issue, tmp_path, capsys):
+    """The threshold was inf, and the CLI printed 'confidence below inf'."""
+    from fastprop.cli import main
+    from fastprop.estimator import REJECT_ALL
+
+    X, y, _ = issue
+    indices = np.arange(10, 20)
+    model = FastProp(random_state=0).fit(X, y, validation=(indices, np.full(10, -1)))
+    assert model.outlier_threshold_ == REJECT_ALL and 1.0 < REJECT_ALL < 1.0 + 1e-15
+    assert np.all(model.transduction_[y == -1] == -1) and np.all(model.transduction_[:2] == [0, 1])
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    (tmp_path / "val.csv").write_text("index,label\n" + "".join(f"{i},-1\n" for i in indices))
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                   "--validation", str(tmp_path / "val.csv"), "--out", str(tmp_path / "r.npz")])
+    out = capsys.readouterr().out
+    assert status == 0 and "inf" not in out
+    assert "198 outliers (every unlabeled sample rejected: the validation samples are all known outliers)" in out
+
+
+@pytest.mark.parametrize("labels, shown", [
+    (np.array([2**64 - 1, 3], dtype=np.uint64), "18446744073709551615"),
+    (np.array([2**63, 3], dtype=np.uint64), "9223372036854775808"),
+    (np.array([1e19, 3.0]), "1e+19"),
+])
+def test_labels_outside_int64_are_refused(issue, labels, shown):
+    """A uint64 2**64 - 1 became -1 (a seed dropped); labels >= 2**63 read -9223372036854775808."""
+    X, _, _ = issue
+    y = (np.arange(200) % 2).astype(labels.dtype)  # every sample labeled: uint64 cannot hold -1
+    y[:2] = labels
+    with pytest.raises(ValueError, match=rf"y has label {re.escape(shown)}, outside int64"):
+        FastProp().fit(X, y)
+
+
+@pytest.mark.parametrize("text", ["1_0", "\u0661", "3.0", "+3", "0x1"])
+def test_cli_labels_are_plain_ascii_integers(issue, tmp_path, capsys, text):
+    """The CLI read '1_0' as 10 and '١' (an Arabic-Indic one) as 1."""
+    from fastprop.cli import main
+
+    np.save(tmp_path / "X.npy", issue[0])
+    (tmp_path / "y.txt").write_text("label\n0\n1\n" + text + "\n" + "-1\n" * 197, encoding="utf-8")
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.txt"),
+                   "--out", str(tmp_path / "r.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert f"line 4: {text!r} is not an integer label" in err
+
+
+def test_cli_first_line_of_non_ascii_digits_is_no_header(issue, tmp_path, capsys):
+    from fastprop.cli import main
+
+    np.save(tmp_path / "X.npy", issue[0])
+    np.save(tmp_path / "y.npy", issue[1])
+    (tmp_path / "val.csv").write_text("\u0661\u0660,\u0660\n11,0\n", encoding="utf-8")
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                   "--validation", str(tmp_path / "val.csv"), "--out", str(tmp_path / "r.npz")])
+    assert status == 2 and "val.csv, line 1: expected 'index,label'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value", [("--neighbors", "1_0"), ("--neighbors", "\u0661\u0660"),
+                                           ("--outlier-threshold", "0_5"), ("--outlier-threshold", "nan")])
+def test_cli_options_are_plain_ascii_numbers(tmp_path, capsys, option, value):
+    from fastprop.cli import main
+
+    status = main(["propagate", "--features", "X.npy", "--out", "r.npz", option, value])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and f"argument {option}: {value!r} is not" in err
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_verbose_must_be_a_bool(issue, value):
+    with pytest.raises(ValueError, match=rf"verbose must be True or False, got {re.escape(repr(value))}"):
+        FastProp(verbose=value).fit(issue[0], issue[1])

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .._validation import check_choice, check_integer, check_real
+from .._validation import check_bool, check_choice, check_integer, check_real
 from ..adjacency import normalised_adjacency
 from ._common import GraphBaseline, iterate, restart_step, seed_classifier_proba
 from .sgc import check_linear_params, sgc_features
@@ -10,12 +10,6 @@ from .sgc import check_linear_params, sgc_features
 #: Rows whose autoscale factor exceeds this keep the unscaled propagated error
 #: (the reference implementation's guard against rows that the error barely reaches).
 _MAX_AUTOSCALE = 1000.0
-
-
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}.")
-    return bool(value)
 
 
 def _correct(base, problem, operator, *, alpha, n_propagation, autoscale, scale):
@@ -158,7 +152,7 @@ class CorrectAndSmooth(GraphBaseline):
                 high_inclusive=False,
             ),
             "n_propagation": check_integer("n_propagation", self.n_propagation, low=1),
-            "autoscale": _check_flag("autoscale", self.autoscale),
+            "autoscale": check_bool("autoscale", self.autoscale),
             "scale": check_real("scale", self.scale, low=0.0),
         }
 

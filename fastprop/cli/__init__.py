@@ -21,6 +21,7 @@ import threading
 import warnings
 from importlib import metadata
 
+from ._numbers import parse_integer, parse_real
 from ._progress import Progress
 
 __all__ = ["main", "build_parser"]
@@ -67,10 +68,9 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 def _integer(low):
     def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        value = parse_integer(text.strip())
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer in plain digits (-?[0-9]+)")
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} is too small; the smallest allowed is {low}")
         return value
@@ -81,10 +81,9 @@ def _integer(low):
 
 def _fraction(low_inclusive, high_inclusive):
     def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = parse_real(text.strip())
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a decimal number")
         above = value >= 0 if low_inclusive else value > 0
         below = value <= 1 if high_inclusive else value < 1
         if not (above and below):
@@ -103,10 +102,9 @@ def outlier_threshold(text):
         return "auto"
     if lowered == "none":
         return None
-    try:
-        value = float(lowered)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', 'none' or a number in [0, 1]") from None
+    value = parse_real(lowered)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', 'none' or a number in [0, 1]")
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is outside [0, 1]; use 'auto', 'none' or a number in [0, 1]")
     return value

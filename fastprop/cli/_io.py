@@ -15,6 +15,7 @@ import numpy as np
 
 from .._files import NpzArchive, read_npy, write_atomically
 from .._validation import check_labels, check_validation
+from ._numbers import looks_like_a_header, parse_integer
 from ..datasets import load_embeddings
 
 _NUMPY_SUFFIXES = (".npy", ".npz")
@@ -91,35 +92,21 @@ def _read_lines(path, option):
         ) from None
 
 
-def _integer(text):
-    """``int(text)``, also for ``"3.0"``; None when ``text`` is no integer that fits int64."""
-    try:
-        value = int(text)
-    except ValueError:
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        if not np.isfinite(number) or number != int(number):
-            return None
-        value = int(number)
-    return value if abs(value) < 2**63 - 1 else None
-
-
 def _read_label_text(path, option):
     lines = _read_lines(path, option)
-    # An optional header: a first line that is no number ("label").
+    # An optional header: a first line that starts with a letter ("label").
     first = 1
-    if lines and lines[0].strip() and _integer(lines[0].strip()) is None and "," not in lines[0]:
+    if lines and looks_like_a_header(lines[0]) and "," not in lines[0]:
         lines, first = lines[1:], 2
     labels = np.empty(len(lines), dtype=np.int64)
     for number, line in enumerate(lines, start=first):
         text = line.strip()
-        value = -1 if text == "" else _integer(text)
+        value = -1 if text == "" else parse_integer(text)
         if value is None:
             raise ValueError(
                 f"{_describe(option, path)}, line {number}: {text[:40]!r} is not an integer label; "
-                "write one integer label per line, -1 or an empty line for an unlabeled sample."
+                "write one integer label per line in plain digits (-?[0-9]+, no underscores), -1 or an "
+                "empty line for an unlabeled sample."
             )
         labels[number - first] = value
     return labels
@@ -160,15 +147,15 @@ def load_validation(path, labels, option="--validation"):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split(",")]
-        values = [_integer(field) for field in fields]
+        values = [parse_integer(field) for field in fields]
         if len(fields) == 2 and None not in values:
             pairs.append(values)
-        elif number == 1 and len(fields) == 2 and values == [None, None]:
+        elif number == 1 and len(fields) == 2 and all(map(looks_like_a_header, fields)):
             continue  # header, e.g. "index,label"
         else:
             raise ValueError(
                 f"{_describe(option, path)}, line {number}: expected 'index,label' with two "
-                f"integers, got {line.strip()[:40]!r}."
+                f"integers in plain digits (-?[0-9]+), got {line.strip()[:40]!r}."
             )
     if not pairs:
         raise ValueError(f"{_describe(option, path)}: holds no 'index,label' line.")
