@@ -389,38 +389,86 @@ def _canonical_csr(shape, indptr, indices, data, name, *, original=None, owned=F
 
 def _float32_weights(data, name):
     """``data`` as float32, raising if a weight is NaN, infinite, negative, or changes class in float32."""
-    with np.errstate(over="ignore"):
-        weights = data.astype(np.float32, copy=False)
-    finite = np.isfinite(weights)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        if np.isfinite(data[bad]).all():
-            raise ValueError(
-                f"{name} has {bad.size} weight(s) above float32's largest value "
-                f"({float(np.finfo(np.float32).max):.3g}), e.g. {data[bad[0]].item()!r}; fastprop stores weights "
-                "as float32, where they would become inf. Scale the weights down (e.g. divide by their maximum)."
-            )
-        raise ValueError(
-            f"{name} has {bad.size} NaN or infinite edge weight(s), e.g. {data[bad[0]].item()!r}; "
-            "all weights must be finite."
-        )
+    weights = _as_float32(data, name, "edge weight")
     if (weights < 0).any():
         bad = int((weights < 0).sum())
         raise ValueError(
             f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
             "(clip cosine similarities at 0, as build_knn_graph does)."
         )
-    if weights is not data and np.issubdtype(data.dtype, np.floating):
-        vanished = (weights == 0) & (data != 0)
+    return weights
+
+
+def _as_float32(values, name, what):
+    """1-D ``values`` as float32; NaN, infinite values, overflow to inf and positive values that would become 0 raise."""
+    with np.errstate(over="ignore"):
+        converted = values.astype(np.float32, copy=False)
+    finite = np.isfinite(converted)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        if np.isfinite(values[bad]).all():
+            raise ValueError(
+                f"{name} has {bad.size} {what}(s) above float32's largest value "
+                f"({float(np.finfo(np.float32).max):.3g}), e.g. {values[bad[0]].item()!r}; fastprop stores them "
+                "as float32, where they would become inf. Scale them down (e.g. divide by their maximum)."
+            )
+        raise ValueError(
+            f"{name} has {bad.size} NaN or infinite {what}(s), e.g. {values[bad[0]].item()!r}; "
+            f"every {what} must be finite."
+        )
+    if converted is not values and np.issubdtype(values.dtype, np.floating):
+        vanished = (converted == 0) & (values > 0)
         if vanished.any():
             bad = np.flatnonzero(vanished)
             raise ValueError(
-                f"{name} has {bad.size} positive weight(s) below float32's smallest positive value "
-                f"({float(np.finfo(np.float32).smallest_subnormal):.3g}), e.g. {data[bad[0]].item()!r}; fastprop "
-                "stores weights as float32, where they would become 0 and their edges would vanish. "
-                "Scale the weights up (e.g. divide by their maximum) or drop those edges."
+                f"{name} has {bad.size} positive {what}(s) below float32's smallest positive value "
+                f"({float(np.finfo(np.float32).smallest_subnormal):.3g}), e.g. {values[bad[0]].item()!r}; "
+                "fastprop stores them as float32, where they would become 0 and their edges would vanish. "
+                "Scale them up (e.g. divide by their maximum) or drop those edges."
             )
-    return weights
+    return converted
+
+
+def check_knn_lists(indices, similarities, n_samples=None):
+    """Validate directed kNN lists, one per vertex (see :func:`fastprop.knn_graph_from_lists`).
+
+    Returns
+    -------
+    indices : ndarray of shape (n_samples, k), C-contiguous int32 or int64
+        Negative entries (no neighbour) are kept; the kernel ignores them.
+    similarities : ndarray of shape (n_samples, k), C-contiguous float32
+    n_samples : int
+    """
+    indices, similarities = np.asarray(indices), np.asarray(similarities)
+    if indices.ndim != 2 or indices.shape != similarities.shape:
+        raise ValueError(
+            f"indices and similarities must be 2-D arrays of the same shape, got "
+            f"{indices.shape} and {similarities.shape}."
+        )
+    n_rows = indices.shape[0]
+    if n_samples is not None and check_integer("n_samples", n_samples) != n_rows:
+        raise ValueError(
+            f"n_samples={n_samples!r} must equal the number of neighbour lists, len(indices) = {n_rows}: "
+            "the lists hold one row per vertex (pad a vertex without neighbours with -1)."
+        )
+    if np.issubdtype(indices.dtype, np.floating):
+        if not (np.isfinite(indices).all() and np.array_equal(indices, np.round(indices))):
+            bad = indices[~np.isfinite(indices) | (indices != np.round(indices))].flat[0]
+            raise ValueError(
+                f"indices must hold integer row numbers, got {indices.dtype} with {bad.item()!r}; "
+                "pass the integer lists of knn_search."
+            )
+    elif not np.issubdtype(indices.dtype, np.integer):
+        raise ValueError(f"indices must hold integer row numbers, got dtype {indices.dtype}.")
+    if indices.size and indices.max() >= n_rows:
+        raise ValueError(f"indices must be smaller than n_samples={n_rows}, got {indices.max().item()!r}.")
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    if not (np.issubdtype(similarities.dtype, np.number) or similarities.dtype == np.bool_) or \
+            np.issubdtype(similarities.dtype, np.complexfloating):
+        raise ValueError(f"similarities must hold real numbers, got dtype {similarities.dtype}.")
+    flat = _as_float32(np.ascontiguousarray(similarities).reshape(-1), "similarities", "value")
+    return np.ascontiguousarray(indices), flat.reshape(similarities.shape), n_rows
 
 
 def check_random_state(random_state):

@@ -15,6 +15,7 @@ from ._validation import (
     check_graph,
     check_graph_arrays,
     check_integer,
+    check_knn_lists,
     check_n_neighbors,
     check_random_state,
 )
@@ -231,11 +232,13 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
     Parameters
     ----------
     indices : ndarray of shape (n_samples, k), integer
-        Neighbour lists as returned by :func:`knn_search`; negative entries are ignored.
+        Neighbour lists as returned by :func:`knn_search`, one per vertex;
+        negative entries are ignored. Floats are accepted only when every
+        value is integral.
     similarities : ndarray of shape (n_samples, k)
-        Their cosine similarities.
+        Their cosine similarities: finite, and representable in float32.
     n_samples : int or None
-        Number of vertices; defaults to ``len(indices)``.
+        Number of vertices; must equal ``len(indices)`` if given.
 
     Returns
     -------
@@ -244,19 +247,7 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
         weights clipped at 0 with zero-weight edges dropped, no self loops,
         sorted indices.
     """
-    indices = np.asarray(indices)
-    if indices.dtype not in (np.int32, np.int64):
-        indices = indices.astype(np.int64)
-    indices = np.ascontiguousarray(indices)
-    similarities = np.ascontiguousarray(similarities, dtype=np.float32)
-    if indices.ndim != 2 or indices.shape != similarities.shape:
-        raise ValueError(
-            f"indices and similarities must be 2-D arrays of the same shape, got "
-            f"{indices.shape} and {similarities.shape}."
-        )
-    n_samples = indices.shape[0] if n_samples is None else n_samples
-    if indices.size and indices.max() >= n_samples:
-        raise ValueError(f"indices must be smaller than n_samples={n_samples}, got {indices.max()}.")
+    indices, similarities, n_samples = check_knn_lists(indices, similarities, n_samples)
     # int32 indices whenever they fit (as scipy would choose), allocated so by the kernel
     index_dtype = np.int32 if 2 * indices.size < 2**31 and n_samples < 2**31 else np.int64
     indptr, columns, weights = knn_to_symmetric_csr(indices, similarities, index_dtype)

@@ -170,11 +170,11 @@ def test_weights_that_float32_cannot_hold_are_refused(issue):
     graph = issue[2].astype(np.float64)
     tiny = graph.copy()
     tiny.data *= 1e-300
-    with pytest.raises(ValueError, match=r"positive weight\(s\) below float32's smallest positive value"):
+    with pytest.raises(ValueError, match=r"positive edge weight\(s\) below float32's smallest positive value"):
         FastProp().fit(issue[0], issue[1], graph=tiny)
     huge = graph.copy()
     huge.data[0] = 1e39
-    with pytest.raises(ValueError, match=r"1 weight\(s\) above float32's largest value"):
+    with pytest.raises(ValueError, match=r"1 edge weight\(s\) above float32's largest value"):
         check_graph(huge)
     with pytest.raises(ValueError, match=r"1 NaN or infinite edge weight\(s\), e.g. nan"):
         check_graph(sp.csr_matrix(np.array([[0, np.nan], [1.0, 0]])))
@@ -635,3 +635,25 @@ def test_cli_options_are_plain_ascii_numbers(tmp_path, capsys, option, value):
 def test_verbose_must_be_a_bool(issue, value):
     with pytest.raises(ValueError, match=rf"verbose must be True or False, got {re.escape(repr(value))}"):
         FastProp(verbose=value).fit(issue[0], issue[1])
+
+
+# ------------------------------------------------ 7. quiet data loss
+
+
+@pytest.mark.parametrize("indices, similarities, n_samples, message", [
+    ([[1], [0]], [[np.inf], [1.0]], None, r"similarities has 1 NaN or infinite value\(s\), e.g. inf"),
+    ([[1], [0]], [[1e39], [1.0]], None, r"similarities has 1 value\(s\) above float32's largest value"),
+    ([[1], [0]], [[1e-50], [1.0]], None, r"similarities has 1 positive value\(s\) below float32's smallest"),
+    ([[1.7], [0.0]], [[0.5], [0.5]], None, r"indices must hold integer row numbers, got float64 with 1.7"),
+    (np.array([[2**64 - 1], [0]], dtype=np.uint64), [[0.5], [0.5]], None, "indices must be smaller than"),
+    ([[1], [0]], [[0.5], [0.5]], 5, r"n_samples=5 must equal the number of neighbour lists, len\(indices\) = 2"),
+])
+def test_knn_graph_from_lists_refuses_what_it_would_mangle(indices, similarities, n_samples, message):
+    """It kept inf similarities, truncated float indices, and wrote past its arrays for n_samples > len."""
+    with pytest.raises(ValueError, match=message):
+        fastprop.knn_graph_from_lists(np.asarray(indices), np.asarray(similarities), n_samples)
+
+
+def test_knn_graph_from_lists_accepts_integral_floats():
+    graph = fastprop.knn_graph_from_lists(np.array([[1.0], [0.0]]), np.array([[0.5], [0.25]]))
+    assert graph.toarray().tolist() == [[0.0, 0.5], [0.5, 0.0]]
