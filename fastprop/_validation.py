@@ -7,6 +7,7 @@ how to fix it.
 """
 
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -469,6 +470,38 @@ def check_knn_lists(indices, similarities, n_samples=None):
         raise ValueError(f"similarities must hold real numbers, got dtype {similarities.dtype}.")
     flat = _as_float32(np.ascontiguousarray(similarities).reshape(-1), "similarities", "value")
     return np.ascontiguousarray(indices), flat.reshape(similarities.shape), n_rows
+
+
+def check_memory(n_bytes, what, hint):
+    """Refuse up front a request for more memory than the machine has.
+
+    It would otherwise end in a ``MemoryError`` halfway, or, where the
+    operating system overcommits, in the out-of-memory killer. No check where
+    the physical memory is unknown (e.g. Windows).
+
+    Parameters
+    ----------
+    n_bytes : int
+        An estimate of what the request allocates.
+    what : str
+        The request, with the parameters that size it (``"GCN(hidden=10**9)"``).
+    hint : str
+        How to make it fit.
+    """
+    total = physical_memory()
+    if total is not None and n_bytes > total:
+        raise ValueError(
+            f"{what} needs about {n_bytes / 2**30:,.1f} GiB of memory, more than this machine's "
+            f"{total / 2**30:,.1f} GiB; {hint}"
+        )
+
+
+def physical_memory():
+    """Bytes of physical memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def check_random_state(random_state):

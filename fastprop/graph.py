@@ -16,6 +16,7 @@ from ._validation import (
     check_graph_arrays,
     check_integer,
     check_knn_lists,
+    check_memory,
     check_n_neighbors,
     check_random_state,
 )
@@ -212,6 +213,10 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
     n_jobs = _resolve_n_jobs(n_jobs)
     if method == "auto":
         method = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
+    # the lists (index + similarity), then a symmetric CSR of up to twice their edges and its
+    # transposed lists while it is built
+    check_memory(32 * n_samples * n_neighbors, f"a kNN graph with n_neighbors={n_neighbors} on {n_samples:,} samples",
+                 "use fewer neighbours.")
     index_dtype = np.int32 if compact and n_samples < 2**31 else np.int64
     indices = np.empty((n_samples, n_neighbors), dtype=index_dtype)
     similarities = np.empty((n_samples, n_neighbors), dtype=np.float32)

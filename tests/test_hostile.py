@@ -657,3 +657,42 @@ def test_knn_graph_from_lists_refuses_what_it_would_mangle(indices, similarities
 def test_knn_graph_from_lists_accepts_integral_floats():
     graph = fastprop.knn_graph_from_lists(np.array([[1.0], [0.0]]), np.array([[0.5], [0.25]]))
     assert graph.toarray().tolist() == [[0.0, 0.5], [0.5, 0.0]]
+
+
+# ------------------------------------------------ 8. baselines: bounded work, memory checked up front
+
+
+@pytest.mark.parametrize("estimator, parameter, limit", [
+    (baselines.LabelPropagation, "max_iter", 100_000),
+    (baselines.LabelSpreading, "max_iter", 100_000),
+    (baselines.SGC, "max_iter", 100_000),
+    (baselines.SGC, "depth", 100),
+    (baselines.CorrectAndSmooth, "max_iter", 100_000),
+    (baselines.CorrectAndSmooth, "depth", 100),
+    (baselines.CorrectAndSmooth, "n_propagation", 100_000),
+    (baselines.GCN, "max_epochs", 100_000),
+], ids=lambda value: getattr(value, "__name__", str(value)))
+def test_iteration_counts_and_depths_are_capped(issue, estimator, parameter, limit):
+    """A huge max_iter or depth ran until killed."""
+    X, y, graph = issue
+    low = 0 if parameter == "depth" else 1
+    with pytest.raises(ValueError, match=rf"{parameter}={10**9} is out of range; allowed: \[{low}, {limit}\]"):
+        estimator(**{parameter: 10**9}).fit(X, y, graph=graph)
+
+
+def test_an_impossible_hidden_layer_is_a_value_error_up_front(issue):
+    """GCN(hidden=10**12) raised MemoryError from deep inside its initialisation."""
+    X, y, graph = issue
+    with pytest.raises(ValueError, match=r"GCN\(hidden=1000000000000\) on 200 samples x 8 features needs about "
+                                         r"[\d,.]+ GiB of memory, more than this machine's"):
+        baselines.GCN(hidden=10**12).fit(X, y, graph=graph)
+
+
+def test_an_impossible_knn_graph_is_a_value_error_up_front(issue, monkeypatch):
+    import fastprop._validation
+
+    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: 100_000)
+    with pytest.raises(ValueError, match=r"a kNN graph with n_neighbors=150 on 200 samples needs about"):
+        FastProp(n_neighbors=150).fit(issue[0], issue[1])
+    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: None)  # unknown: not checked
+    assert fastprop.knn_search(issue[0], 150)[0].shape == (200, 150)
