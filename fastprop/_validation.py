@@ -401,7 +401,7 @@ def _float32_weights(data, name):
 
 
 def _as_float32(values, name, what):
-    """1-D ``values`` as float32; NaN, infinite values, overflow to inf and positive values that would become 0 raise."""
+    """1-D ``values`` as float32; NaN, infinite values, overflow to inf and positives that would become 0 raise."""
     with np.errstate(over="ignore"):
         converted = values.astype(np.float32, copy=False)
     finite = np.isfinite(converted)
