@@ -370,9 +370,12 @@ def _canonical_csr(shape, indptr, indices, data, name, *, original=None, owned=F
     # and the cached flag of the input is stale if its arrays were changed in place.
     csr = sp.csr_matrix((weights, indices, indptr), shape=shape, copy=False)
     if csr.has_canonical_format and not csr.diagonal().any() and weights.all():
-        # A canonical float32 CSR (what build_knn_graph returns) is used as it is: a
-        # million-vertex graph is worth not copying. Nothing writes to its arrays.
-        return original if isinstance(original, sp.csr_matrix) and weights is original.data else csr
+        # A canonical float32 CSR (what build_knn_graph returns) is used as it is, unless scipy
+        # had to convert one of its index arrays: a million-vertex graph is worth not copying.
+        # Nothing writes to its arrays.
+        reusable = isinstance(original, sp.csr_matrix) and weights is original.data and (
+            (csr.indices.dtype, csr.indptr.dtype) == (original.indices.dtype, original.indptr.dtype))
+        return original if reusable else csr
     if not owned:
         csr = sp.csr_matrix((weights.copy() if weights is data else weights, indices.copy(), indptr.copy()),
                             shape=shape, copy=False)

@@ -189,6 +189,14 @@ def test_a_stale_canonical_flag_is_not_trusted(issue):
     assert (checked != issue[2]).nnz == 0
 
 
+def test_index_arrays_of_another_dtype_are_converted_not_passed_on(issue):
+    graph = issue[2].copy()
+    graph.indices, graph.indptr = graph.indices.astype(np.uint16), graph.indptr.astype(np.uint16)
+    checked = check_graph(graph)
+    assert checked is not graph and checked.indices.dtype == checked.indptr.dtype == np.int32
+    assert (checked != issue[2]).nnz == 0
+
+
 def test_weights_that_float32_cannot_hold_are_refused(issue):
     """float64 weights below float32's range used to become 0: every edge dropped, no warning."""
     graph = issue[2].astype(np.float64)

@@ -1,9 +1,10 @@
 """Files of the command line: reading features, labels and validation pairs, writing results.
 
 Every reader raises ``ValueError`` with a message that names the option and
-the file; nothing is unpickled (``allow_pickle=False``). Every writer goes
-through :func:`write_atomically`: a temporary file in the target's directory,
-renamed over the target only once it is complete.
+the file; arrays are read by :mod:`fastprop._files` (nothing unpickled, sizes
+checked before anything is allocated). Every writer goes through
+:func:`fastprop._files.write_atomically`: a hidden temporary file in the
+target's directory, renamed over the target only once it is complete.
 """
 
 import csv
