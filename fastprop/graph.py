@@ -5,10 +5,10 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.csr import knn_to_symmetric_csr
-from ._kernels.topk import top_k_rows
 from ._concurrency import serialised
 from ._files import NpzArchive, write_atomically
+from ._kernels.csr import knn_to_symmetric_csr
+from ._kernels.topk import top_k_rows
 from ._validation import (
     check_choice,
     check_features,
