@@ -2,7 +2,9 @@
 ValueError/TypeError, or returns distributions whose rows sum to 1, confidences in [0, 1],
 no NaN, and seeds that keep their labels, whatever the magnitude of the rows."""
 
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,12 +13,16 @@ import scipy.sparse as sp
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
+
+# Hypothesis caches what it learns in ./.hypothesis; keep the working tree clean.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "fastprop-hypothesis")
 
 from fastprop import FastProp  # noqa: E402
 from fastprop.baselines import SGC, LabelPropagation, LabelSpreading  # noqa: E402
 
-#: Derandomized and without an example database: the same examples on every run, no files written.
+#: Derandomized and without an example database: the same examples on every run.
 PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
 @st.composite
