@@ -7,6 +7,7 @@ how to fix it.
 """
 
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,6 +16,10 @@ _MAX_SHOWN = 5
 #: Rows checked at a time, so that checking a million embeddings never
 #: allocates an (n_samples, n_features) temporary.
 _ROWS_PER_BLOCK = 65536
+#: ``check_features(..., rescale_rows=True)`` leaves rows whose largest
+#: magnitude is within ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]`` as they are.
+_SAFE_EXPONENT = 40
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _shown(indices):
@@ -23,7 +28,7 @@ def _shown(indices):
     return ", ".join(map(str, indices))
 
 
-def check_features(X, *, name="X", cosine=True):
+def check_features(X, *, name="X", cosine=True, rescale_rows=False):
     """Validate a feature matrix and return it as C-contiguous float32.
 
     Parameters
@@ -34,12 +39,21 @@ def check_features(X, *, name="X", cosine=True):
         Argument name used in error messages.
     cosine : bool, default=True
         Reject all-zero rows, whose cosine similarity is undefined.
+    rescale_rows : bool, default=False
+        For callers that use only the rows' directions (cosine similarity,
+        FastProp): scale every row whose largest magnitude is outside
+        ``[2**-40, 2**40]`` by a power of two so that it lies in [0.5, 1).
+        That is exact, changes no cosine, and keeps float32 sums of squares
+        and products with the rows far from overflow and underflow (finite
+        float32 rows as large as 1e38, or float64 rows as large as 1e300,
+        would otherwise give inf or NaN). Rows inside the range, as every
+        ordinary embedding is, are left as they are.
 
     Returns
     -------
     ndarray of shape (n_samples, n_features), float32
-        A converted copy, or ``X`` itself when it already is C-contiguous float32.
-        It is never modified by fastprop.
+        A converted copy, or ``X`` itself when it already is C-contiguous float32
+        (and no row needed rescaling). It is never modified by fastprop.
     """
     if sp.issparse(X):
         raise ValueError(
@@ -63,20 +77,29 @@ def check_features(X, *, name="X", cosine=True):
         raise ValueError(
             f"{name} is empty (shape {array.shape}); it needs at least one sample and one feature."
         )
-    with np.errstate(over="ignore", invalid="ignore"):
+    largest = _largest_magnitudes(array, name)
+    exponents = None
+    if rescale_rows:
+        outside = (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
+        if outside.any():
+            exponents = np.where(outside, np.frexp(largest)[1], 0)
+    elif array.dtype.itemsize > 4 and np.issubdtype(array.dtype, np.floating):
+        overflow = largest > np.finfo(np.float32).max
+        if overflow.any():
+            bad = np.flatnonzero(overflow)
+            raise ValueError(
+                f"{name} has {bad.size} row(s) with a value that overflows float32, the first is row "
+                f"{bad[0]} (largest magnitude {largest[bad[0]]!r}). fastprop computes in float32: "
+                f"scale {name} down first."
+            )
+    if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
-    finite_rows = np.empty(features.shape[0], dtype=bool)
-    for start in range(0, features.shape[0], _ROWS_PER_BLOCK):
-        block = features[start : start + _ROWS_PER_BLOCK]
-        finite_rows[start : start + block.shape[0]] = np.isfinite(block).all(axis=1)
-    if not finite_rows.all():
-        bad = np.flatnonzero(~finite_rows)
-        overflow = np.isfinite(array[bad[0]]).all() if array.dtype != np.float32 else False
-        hint = " (the value overflows float32)" if overflow else ""
-        raise ValueError(
-            f"{name} has {bad.size} row(s) with NaN or infinite values, the first is row "
-            f"{bad[0]}{hint}. Remove or impute them before building the graph."
-        )
+    else:
+        features = np.empty(array.shape, dtype=np.float32)
+        for start in range(0, array.shape[0], _ROWS_PER_BLOCK):
+            stop = start + _ROWS_PER_BLOCK
+            features[start:stop] = np.ldexp(np.asarray(array[start:stop], dtype=np.float64),
+                                            -exponents[start:stop, None])
     if cosine:
         zero_rows = ~features.any(axis=1)
         if zero_rows.any():
@@ -87,6 +110,30 @@ def check_features(X, *, name="X", cosine=True):
                 "undefined. Remove them or give them a non-zero embedding."
             )
     return features
+
+
+def _largest_magnitudes(array, name):
+    """Each row's largest absolute value, in float64; raises on NaN or infinite values.
+
+    Computed block by block from each row's minimum and maximum (NaN
+    propagates into both), so no (n_samples, n_features) temporary is made.
+    """
+    largest = np.empty(array.shape[0])
+    finite = np.empty(array.shape[0], dtype=bool)
+    for start in range(0, array.shape[0], _ROWS_PER_BLOCK):
+        block = array[start : start + _ROWS_PER_BLOCK]
+        low = block.min(axis=1).astype(np.float64)
+        high = block.max(axis=1).astype(np.float64)
+        stop = start + block.shape[0]
+        finite[start:stop] = np.isfinite(low) & np.isfinite(high)
+        largest[start:stop] = np.maximum(np.abs(low), np.abs(high))
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise ValueError(
+            f"{name} has {bad.size} row(s) with NaN or infinite values, the first is row "
+            f"{bad[0]}. Remove or impute them before building the graph."
+        )
+    return largest
 
 
 def check_n_neighbors(n_neighbors, n_samples):
@@ -106,6 +153,13 @@ def check_integer(name, value, *, low=None, high=None):
         raise ValueError(f"{name} must be an integer, got {value!r}.")
     _check_range(name, value, low, high, True, True)
     return int(value)
+
+
+def check_bool(name, value):
+    """Validate a True/False parameter."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inclusive=True):
@@ -143,10 +197,17 @@ def check_choice(name, value, choices):
 def check_graph(graph, n_samples=None, *, name="graph"):
     """Validate an affinity graph and return it as canonical float32 CSR.
 
+    The sparse structure is checked before anything reads through it:
+    ``indptr`` starts at 0, never decreases and ends at the number of stored
+    entries, every index lies in ``[0, n)``, and the weights are finite,
+    non-negative and representable in float32 (none so small that it would
+    become 0, none so large that it would become inf). All checks are
+    vectorised and O(nnz); the kernels behind it trust the result.
+
     Parameters
     ----------
     graph : sparse matrix or ndarray of shape (n_samples, n_samples)
-        Non-negative, finite edge weights.
+        Non-negative, finite edge weights, in any scipy.sparse format.
     n_samples : int or None
         Expected number of vertices (the number of rows of ``X``), if known.
     name : str, default="graph"
@@ -167,36 +228,283 @@ def check_graph(graph, n_samples=None, *, name="graph"):
                 f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)}."
             )
         graph = sp.csr_matrix(dense)
-    rows, cols = graph.shape
-    if rows != cols:
-        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {graph.shape}.")
-    if n_samples is not None and rows != n_samples:
+    shape = _check_graph_shape(graph.shape, n_samples, name)
+    _check_weight_dtype(graph.dtype, name)
+    if graph.format not in ("csr", "csc", "bsr", "coo"):
+        # lil, dok and dia hold Python lists or dense diagonals: converting them reads through no index
+        try:
+            graph = graph.tocoo()
+        except (ValueError, IndexError, TypeError) as error:
+            raise ValueError(f"{name} is not a valid {graph.format} matrix: {error}.") from None
+    _check_storage(graph, shape, name)
+    original = graph if graph.format == "csr" else None
+    if original is None:
+        graph = graph.tocsr()  # safe now, and the arrays it makes are new: they may be changed in place
+    indices, data = _used_entries(graph.indptr, graph.indices, graph.data)
+    return _canonical_csr(shape, graph.indptr, indices, data, name, original=original, owned=original is None)
+
+
+def check_graph_arrays(shape, indptr, indices, data, n_samples=None, *, name):
+    """:func:`check_graph` for a graph read from file ``name`` as its CSR arrays.
+
+    The arrays are checked before a sparse matrix is made of them.
+    """
+    shape = np.asarray(shape)
+    if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer):
+        raise ValueError(f"{name}: its shape must be two integers, got {shape.tolist()!r}.")
+    shape = _check_graph_shape(tuple(int(s) for s in shape), n_samples, name)
+    arrays = {"indptr": np.asarray(indptr), "indices": np.asarray(indices), "data": np.asarray(data)}
+    for part, array in arrays.items():
+        if array.ndim != 1:
+            raise ValueError(f"{name}: array {part!r} must be 1-D, got shape {array.shape}.")
+    _check_weight_dtype(arrays["data"].dtype, name)
+    _check_compressed(arrays["indptr"], arrays["indices"], arrays["data"].size, shape, name, file=True)
+    indices, data = _used_entries(arrays["indptr"], arrays["indices"], arrays["data"])
+    return _canonical_csr(shape, arrays["indptr"], indices, data, name)
+
+
+def _used_entries(indptr, indices, data):
+    """``indices`` and ``data`` up to ``indptr[-1]`` (scipy ignores entries past it)."""
+    nnz = int(indptr[-1])
+    if indices.size == nnz:
+        return indices, data
+    return indices[:nnz], data[:nnz]
+
+
+def _check_graph_shape(shape, n_samples, name):
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 0:
+        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {tuple(shape)}.")
+    if n_samples is not None and shape[0] != n_samples:
         raise ValueError(
-            f"{name} has shape {graph.shape} but X has {n_samples} samples; build the graph "
+            f"{name} has shape {tuple(shape)} but X has {n_samples} samples; build the graph "
             f"from the same X (fastprop.build_knn_graph(X)) or pass the matching X."
         )
-    if not np.issubdtype(graph.dtype, np.number) or np.issubdtype(graph.dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real weights, got dtype {graph.dtype}.")
-    # A canonical float32 CSR (what build_knn_graph returns) is used as it is: a
-    # million-vertex graph is worth not copying. Anything else is copied, never modified.
-    reuse = isinstance(graph, sp.csr_matrix) and graph.dtype == np.float32 and graph.has_canonical_format
-    csr = graph if reuse else sp.csr_matrix(graph, dtype=np.float32, copy=True)
+    return int(shape[0]), int(shape[1])
+
+
+def _check_weight_dtype(dtype, name):
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"{name} must hold real weights, got dtype {dtype}.")
+
+
+def _check_storage(graph, shape, name):
+    """Check the index arrays of a csr, csc, bsr or coo matrix against ``shape``."""
+    if graph.format == "csr":
+        _check_compressed(graph.indptr, graph.indices, graph.data.size, shape, name)
+    elif graph.format == "csc":
+        _check_compressed(graph.indptr, graph.indices, graph.data.size, shape[::-1], name, major="column")
+    elif graph.format == "bsr":
+        rows, columns = graph.blocksize
+        if graph.data.ndim != 3 or graph.data.shape[1:] != (rows, columns):
+            raise ValueError(f"{name}: its BSR data has shape {graph.data.shape}, not (n_blocks, {rows}, {columns}).")
+        _check_compressed(graph.indptr, graph.indices, graph.data.shape[0],
+                          (shape[0] // rows, shape[1] // columns), name, major="block row")
+    else:
+        parts = {"row": np.asarray(graph.row), "col": np.asarray(graph.col)}
+        for part, array in parts.items():
+            if array.ndim != 1 or array.size != graph.data.size or not np.issubdtype(array.dtype, np.integer):
+                raise ValueError(
+                    f"{name}: its COO {part} array must be 1-D integers, one per weight "
+                    f"({graph.data.size}), got {array.dtype} of shape {array.shape}."
+                )
+            _check_index_range(array, shape[0], f"{name}: its COO {part} array")
+
+
+def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False):
+    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor).
+
+    ``indptr`` must have ``n_major + 1`` entries, start at 0, never decrease,
+    and end at most at ``len(indices) == n_data`` (entries past its end are
+    ignored, as scipy does); every used index must be in ``[0, n_minor)``.
+    ``file``: ``name`` is a file, whose arrays are named as such in messages.
+    """
+    n_major, n_minor = shape
+    label = {part: f"{name}: array {part!r}" if file else f"{name}.{part}" for part in ("indptr", "indices")}
+    for part, array in (("indptr", indptr), ("indices", indices)):
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"{label[part]} must be a 1-D integer array, got {array.dtype} of shape {array.shape}.")
+    if indptr.size != n_major + 1:
+        raise ValueError(
+            f"{label['indptr']} has {indptr.size} entries, but a graph of {n_major} {major}s needs "
+            f"{n_major + 1}; rebuild the matrix with scipy.sparse (or fastprop.build_knn_graph)."
+        )
+    if indptr[0] != 0:
+        raise ValueError(f"{label['indptr']} must start at 0, got {indptr[0].item()!r}.")
+    decreasing = np.flatnonzero(np.diff(indptr.astype(np.int64, copy=False)) < 0)
+    if decreasing.size:
+        at = int(decreasing[0])
+        raise ValueError(
+            f"{label['indptr']} decreases from {indptr[at].item()!r} to {indptr[at + 1].item()!r} at "
+            f"{major} {at}; it must never decrease (it is not a valid CSR matrix)."
+        )
+    if indices.size != n_data or indptr[-1] > indices.size:
+        raise ValueError(
+            f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
+            f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
+        )
+    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"])
+
+
+def _check_index_range(indices, n_vertices, what):
+    if indices.size == 0:
+        return
+    low, high = indices.min(), indices.max()
+    if low < 0 or high >= n_vertices:
+        position = int(np.argmax((indices < 0) | (indices >= n_vertices)))
+        raise ValueError(
+            f"{what} holds {indices[position].item()!r} at position {position}, outside "
+            f"[0, {n_vertices - 1}]: every index must be one of the graph's {n_vertices} vertices. "
+            "The matrix is corrupt; rebuild it (fastprop.build_knn_graph)."
+        )
+
+
+def _canonical_csr(shape, indptr, indices, data, name, *, original=None, owned=False):
+    """A canonical float32 CSR matrix of checked CSR arrays.
+
+    ``original`` (a CSR input) is returned itself when it already is one.
+    Unless the arrays are ``owned`` (made by a scipy conversion), they are
+    copied before anything is changed in place.
+    """
+    weights = _float32_weights(data, name)
+    # A fresh matrix over the same arrays: scipy caches whether a matrix is canonical,
+    # and the cached flag of the input is stale if its arrays were changed in place.
+    csr = sp.csr_matrix((weights, indices, indptr), shape=shape, copy=False)
+    if csr.has_canonical_format and not csr.diagonal().any() and weights.all():
+        # A canonical float32 CSR (what build_knn_graph returns) is used as it is, unless scipy
+        # had to convert one of its index arrays: a million-vertex graph is worth not copying.
+        # Nothing writes to its arrays.
+        reusable = isinstance(original, sp.csr_matrix) and weights is original.data and (
+            (csr.indices.dtype, csr.indptr.dtype) == (original.indices.dtype, original.indptr.dtype))
+        return original if reusable else csr
+    if not owned:
+        csr = sp.csr_matrix((weights.copy() if weights is data else weights, indices.copy(), indptr.copy()),
+                            shape=shape, copy=False)
+    csr.setdiag(0)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    csr.sort_indices()
     if not np.isfinite(csr.data).all():
-        raise ValueError(f"{name} has NaN or infinite edge weights; all weights must be finite.")
-    if (csr.data < 0).any():
-        bad = int((csr.data < 0).sum())
+        raise ValueError(
+            f"{name} has duplicate entries whose summed weight overflows float32; sum them "
+            "yourself (with smaller weights) or drop the duplicates."
+        )
+    return csr
+
+
+def _float32_weights(data, name):
+    """``data`` as float32, raising if a weight is NaN, infinite, negative, or changes class in float32."""
+    weights = _as_float32(data, name, "edge weight")
+    if (weights < 0).any():
+        bad = int((weights < 0).sum())
         raise ValueError(
             f"{name} has {bad} negative edge weight(s); affinities must be >= 0 "
             "(clip cosine similarities at 0, as build_knn_graph does)."
         )
-    if csr.diagonal().any() or not csr.data.all():
-        if csr is graph:
-            csr = graph.copy()
-        csr.setdiag(0)
-        csr.eliminate_zeros()
-    csr.sum_duplicates()
-    csr.sort_indices()
-    return csr
+    return weights
+
+
+def _as_float32(values, name, what):
+    """1-D ``values`` as float32; NaN, infinite values, overflow to inf and positives that would become 0 raise."""
+    with np.errstate(over="ignore"):
+        converted = values.astype(np.float32, copy=False)
+    finite = np.isfinite(converted)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        if np.isfinite(values[bad]).all():
+            raise ValueError(
+                f"{name} has {bad.size} {what}(s) above float32's largest value "
+                f"({float(np.finfo(np.float32).max):.3g}), e.g. {values[bad[0]].item()!r}; fastprop stores them "
+                "as float32, where they would become inf. Scale them down (e.g. divide by their maximum)."
+            )
+        raise ValueError(
+            f"{name} has {bad.size} NaN or infinite {what}(s), e.g. {values[bad[0]].item()!r}; "
+            f"every {what} must be finite."
+        )
+    if converted is not values and np.issubdtype(values.dtype, np.floating):
+        vanished = (converted == 0) & (values > 0)
+        if vanished.any():
+            bad = np.flatnonzero(vanished)
+            raise ValueError(
+                f"{name} has {bad.size} positive {what}(s) below float32's smallest positive value "
+                f"({float(np.finfo(np.float32).smallest_subnormal):.3g}), e.g. {values[bad[0]].item()!r}; "
+                "fastprop stores them as float32, where they would become 0 and their edges would vanish. "
+                "Scale them up (e.g. divide by their maximum) or drop those edges."
+            )
+    return converted
+
+
+def check_knn_lists(indices, similarities, n_samples=None):
+    """Validate directed kNN lists, one per vertex (see :func:`fastprop.knn_graph_from_lists`).
+
+    Returns
+    -------
+    indices : ndarray of shape (n_samples, k), C-contiguous int32 or int64
+        Negative entries (no neighbour) are kept; the kernel ignores them.
+    similarities : ndarray of shape (n_samples, k), C-contiguous float32
+    n_samples : int
+    """
+    indices, similarities = np.asarray(indices), np.asarray(similarities)
+    if indices.ndim != 2 or indices.shape != similarities.shape:
+        raise ValueError(
+            f"indices and similarities must be 2-D arrays of the same shape, got "
+            f"{indices.shape} and {similarities.shape}."
+        )
+    n_rows = indices.shape[0]
+    if n_samples is not None and check_integer("n_samples", n_samples) != n_rows:
+        raise ValueError(
+            f"n_samples={n_samples!r} must equal the number of neighbour lists, len(indices) = {n_rows}: "
+            "the lists hold one row per vertex (pad a vertex without neighbours with -1)."
+        )
+    if np.issubdtype(indices.dtype, np.floating):
+        if not (np.isfinite(indices).all() and np.array_equal(indices, np.round(indices))):
+            bad = indices[~np.isfinite(indices) | (indices != np.round(indices))].flat[0]
+            raise ValueError(
+                f"indices must hold integer row numbers, got {indices.dtype} with {bad.item()!r}; "
+                "pass the integer lists of knn_search."
+            )
+    elif not np.issubdtype(indices.dtype, np.integer):
+        raise ValueError(f"indices must hold integer row numbers, got dtype {indices.dtype}.")
+    if indices.size and indices.max() >= n_rows:
+        raise ValueError(f"indices must be smaller than n_samples={n_rows}, got {indices.max().item()!r}.")
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    if not (np.issubdtype(similarities.dtype, np.number) or similarities.dtype == np.bool_) or \
+            np.issubdtype(similarities.dtype, np.complexfloating):
+        raise ValueError(f"similarities must hold real numbers, got dtype {similarities.dtype}.")
+    flat = _as_float32(np.ascontiguousarray(similarities).reshape(-1), "similarities", "value")
+    return np.ascontiguousarray(indices), flat.reshape(similarities.shape), n_rows
+
+
+def check_memory(n_bytes, what, hint):
+    """Refuse up front a request for more memory than the machine has.
+
+    It would otherwise end in a ``MemoryError`` halfway, or, where the
+    operating system overcommits, in the out-of-memory killer. No check where
+    the physical memory is unknown (e.g. Windows).
+
+    Parameters
+    ----------
+    n_bytes : int
+        An estimate of what the request allocates.
+    what : str
+        The request, with the parameters that size it (``"GCN(hidden=10**9)"``).
+    hint : str
+        How to make it fit.
+    """
+    total = physical_memory()
+    if total is not None and n_bytes > total:
+        raise ValueError(
+            f"{what} needs about {n_bytes / 2**30:,.1f} GiB of memory, more than this machine's "
+            f"{total / 2**30:,.1f} GiB; {hint}"
+        )
+
+
+def physical_memory():
+    """Bytes of physical memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def check_random_state(random_state):
@@ -254,13 +562,28 @@ def check_labels(y, n_samples):
 
 
 def as_integer_labels(labels, name):
-    """Return ``labels`` as int64, rejecting non-integral values."""
-    if np.issubdtype(labels.dtype, np.integer):
-        return labels.astype(np.int64)
+    """Return ``labels`` as int64, rejecting non-integral values and values outside int64.
+
+    A uint64 label of 2**64 - 1 used to wrap around to -1 (a seed silently
+    dropped), and labels >= 2**63 to -9223372036854775808.
+    """
+    integral = np.issubdtype(labels.dtype, np.integer)
     if np.issubdtype(labels.dtype, np.floating):
-        finite = np.isfinite(labels)
-        if finite.all() and np.array_equal(labels, np.round(labels)):
-            return labels.astype(np.int64)
+        integral = np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))
+    if integral:
+        if labels.dtype.kind == "u":
+            outside = labels > _INT64_MAX
+        elif labels.dtype.kind == "f":
+            outside = (labels >= 2.0**63) | (labels < -(2.0**63))
+        else:
+            outside = np.zeros(labels.shape, dtype=bool)
+        if outside.any():
+            bad = labels[outside].flat[0]
+            raise ValueError(
+                f"{name} has label {bad.item()!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
+                "are int64. Encode the classes as small integers, e.g. with numpy.unique(..., return_inverse=True)."
+            )
+        return labels.astype(np.int64)
     raise ValueError(
         f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}"
         f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "

@@ -8,11 +8,11 @@ next to real classes. :func:`load_embeddings` reads an ``.npz`` or ``.npy``
 file of embeddings without unpickling anything.
 """
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from ._files import NpzArchive, read_npy
 from ._validation import (
     as_integer_labels,
     check_features,
@@ -241,7 +241,8 @@ def make_noisy_mixture(
 def load_embeddings(path):
     """Load embeddings (and labels, if stored) from an ``.npz`` or ``.npy`` file.
 
-    Nothing is unpickled (``allow_pickle=False``).
+    Nothing is unpickled, and a corrupt or hostile file is a ``ValueError``
+    that names it (see :mod:`fastprop._files`).
 
     Parameters
     ----------
@@ -277,40 +278,28 @@ def load_embeddings(path):
         )
     if not path.is_file():
         raise ValueError(f"path={str(path)!r} does not exist or is not a file.")
-    # Open the file here, not in np.load, which leaks the handle of a corrupt zip.
-    try:
-        with open(path, "rb") as stream:
-            if suffix == ".npy":
-                X, y, files = np.load(stream, allow_pickle=False), None, ["X"]
-            else:
-                with np.load(stream, allow_pickle=False) as archive:
-                    files = list(archive.files)
-                    X = archive["X"] if "X" in files else None
-                    y = archive["y"] if "y" in files else None
-    except (OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"path={str(path)!r} is not a readable NumPy file: {error}") from None
-    except ValueError as error:
-        if "pickle" not in str(error).lower():
-            raise
-        raise ValueError(
-            f"path={str(path)!r} is not a plain NumPy {suffix} file: it is in another format, "
-            "or holds pickled data or object arrays, which fastprop does not load "
-            "(allow_pickle=False). Save numeric arrays with numpy.savez(path, X=X, y=y)."
-        ) from None
-    if X is None:
-        raise ValueError(
-            f"path={str(path)!r} has no array 'X'; it holds {sorted(files)!r}. Save the "
-            "embeddings as numpy.savez(path, X=X, y=y)."
-        )
+    if suffix == ".npy":
+        X, y = read_npy(path), None
+    else:
+        with NpzArchive(path) as archive:
+            if "X" not in archive.names:
+                raise ValueError(
+                    f"path={str(path)!r} has no array 'X'; it holds {archive.names!r}. Save the "
+                    "embeddings as numpy.savez(path, X=X, y=y)."
+                )
+            X = archive.read("X")
+            y = None
+            if "y" in archive.names:
+                y_shape, _ = archive.header("y")  # checked before y is read
+                if X.ndim == 2 and y_shape != (X.shape[0],):
+                    raise ValueError(
+                        f"y in {str(path)!r} has shape {y_shape} but X has {X.shape[0]} rows; "
+                        "y must be 1-D with one label per row of X."
+                    )
+                y = archive.read("y")
     X = check_features(X, name="X")
     if y is not None:
-        labels = np.asarray(y)
-        if labels.shape != (X.shape[0],):
-            raise ValueError(
-                f"y in {str(path)!r} has shape {labels.shape} but X has {X.shape[0]} rows; "
-                "y must be 1-D with one label per row of X."
-            )
-        y = as_integer_labels(labels, "y")
+        y = as_integer_labels(y, "y")
         if (y < -1).any():
             raise ValueError(
                 f"y in {str(path)!r} has labels below -1 (e.g. {int(y.min())}); class ids "

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._concurrency import serialised
 from ._validation import (
+    check_bool,
     check_choice,
     check_features,
     check_graph,
@@ -26,6 +28,8 @@ from .scheduler import PatchSettings, PatchWorkspace, propagate, training_featur
 from .threshold import automatic_threshold, choose_threshold
 
 CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
+#: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
+REJECT_ALL = float(np.nextafter(1.0, 2.0))
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
 #: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k;
@@ -190,7 +194,9 @@ class FastProp:
     view_count_ : ndarray of shape (n_samples,)
         How many processed patches covered each sample (0 for seeds).
     outlier_threshold_ : float
-        The o_tau used (0.0 when ``outlier_threshold=None``).
+        The o_tau used (0.0 when ``outlier_threshold=None``); ``REJECT_ALL``,
+        the smallest float above 1, when ``validation`` holds only known
+        outliers and every unlabeled sample is rejected.
     n_iter_ : int
         Patches processed.
     n_starts_ : int
@@ -321,6 +327,7 @@ class FastProp:
         check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
         check_choice("labels", self.labels, ("graph", "views"))
         check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
+        check_bool("verbose", self.verbose)
         if self.progress is not None and not callable(self.progress):
             raise ValueError(
                 f"progress must be a callable progress(stage, done, total) or None, got {self.progress!r}."
@@ -334,6 +341,7 @@ class FastProp:
                 )
             check_real("outlier_threshold", threshold, low=0, high=1)
 
+    @serialised
     def fit(self, X, y, graph=None, validation=None):
         """Propagate the labels of ``y`` to every sample of ``X``.
 
@@ -356,7 +364,7 @@ class FastProp:
         self
         """
         self._check_parameters()
-        features = check_features(X)
+        features = check_features(X, rescale_rows=True)  # only directions matter: cosine graph, unit rows
         n_samples = features.shape[0]
         classes, seed_class = check_labels(y, n_samples)
         labeled = seed_class >= 0
@@ -534,8 +542,10 @@ class FastProp:
     def _choose_threshold(self, confidence, predicted, unlabeled, validation):
         if validation is not None:
             indices, truth = validation
-            # -inf (rejecting nothing is best) reads better as 0.
-            return max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0)
+            # -inf (rejecting nothing is best) reads better as 0; +inf (rejecting everything is, e.g.
+            # when every validation sample is a known outlier) as the smallest float above 1.
+            return min(max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0),
+                       REJECT_ALL)
         if self.outlier_threshold is None:
             return 0.0
         if isinstance(self.outlier_threshold, str):

@@ -1,18 +1,22 @@
 """Cosine kNN affinity graphs: exact blocked search, hnswlib, and their CSR form."""
 
 import os
-import zipfile
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._concurrency import serialised
+from ._files import NpzArchive, write_atomically
 from ._kernels.csr import knn_to_symmetric_csr
 from ._kernels.topk import top_k_rows
 from ._validation import (
     check_choice,
     check_features,
     check_graph,
+    check_graph_arrays,
     check_integer,
+    check_knn_lists,
+    check_memory,
     check_n_neighbors,
     check_random_state,
 )
@@ -193,10 +197,11 @@ def knn_search(
                       random_state=random_state, n_jobs=n_jobs)
 
 
+@serialised
 def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=100, ef=None,
                random_state=None, n_jobs=None):
     """:func:`knn_search`; with ``compact``, int32 indices whenever they fit (half the memory)."""
-    features = check_features(X)
+    features = check_features(X, rescale_rows=True)
     n_samples = features.shape[0]
     n_neighbors = check_n_neighbors(n_neighbors, n_samples)
     method = check_choice("method", method, ("auto", "exact", "hnsw"))
@@ -208,6 +213,10 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
     n_jobs = _resolve_n_jobs(n_jobs)
     if method == "auto":
         method = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
+    # the lists (index + similarity), then a symmetric CSR of up to twice their edges and its
+    # transposed lists while it is built
+    check_memory(32 * n_samples * n_neighbors, f"a kNN graph with n_neighbors={n_neighbors} on {n_samples:,} samples",
+                 "use fewer neighbours.")
     index_dtype = np.int32 if compact and n_samples < 2**31 else np.int64
     indices = np.empty((n_samples, n_neighbors), dtype=index_dtype)
     similarities = np.empty((n_samples, n_neighbors), dtype=np.float32)
@@ -221,17 +230,20 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
     return indices, similarities
 
 
+@serialised
 def knn_graph_from_lists(indices, similarities, n_samples=None):
     """Symmetric CSR affinity from directed kNN lists.
 
     Parameters
     ----------
     indices : ndarray of shape (n_samples, k), integer
-        Neighbour lists as returned by :func:`knn_search`; negative entries are ignored.
+        Neighbour lists as returned by :func:`knn_search`, one per vertex;
+        negative entries are ignored. Floats are accepted only when every
+        value is integral.
     similarities : ndarray of shape (n_samples, k)
-        Their cosine similarities.
+        Their cosine similarities: finite, and representable in float32.
     n_samples : int or None
-        Number of vertices; defaults to ``len(indices)``.
+        Number of vertices; must equal ``len(indices)`` if given.
 
     Returns
     -------
@@ -240,19 +252,7 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
         weights clipped at 0 with zero-weight edges dropped, no self loops,
         sorted indices.
     """
-    indices = np.asarray(indices)
-    if indices.dtype not in (np.int32, np.int64):
-        indices = indices.astype(np.int64)
-    indices = np.ascontiguousarray(indices)
-    similarities = np.ascontiguousarray(similarities, dtype=np.float32)
-    if indices.ndim != 2 or indices.shape != similarities.shape:
-        raise ValueError(
-            f"indices and similarities must be 2-D arrays of the same shape, got "
-            f"{indices.shape} and {similarities.shape}."
-        )
-    n_samples = indices.shape[0] if n_samples is None else n_samples
-    if indices.size and indices.max() >= n_samples:
-        raise ValueError(f"indices must be smaller than n_samples={n_samples}, got {indices.max()}.")
+    indices, similarities, n_samples = check_knn_lists(indices, similarities, n_samples)
     # int32 indices whenever they fit (as scipy would choose), allocated so by the kernel
     index_dtype = np.int32 if 2 * indices.size < 2**31 and n_samples < 2**31 else np.int64
     indptr, columns, weights = knn_to_symmetric_csr(indices, similarities, index_dtype)
@@ -299,42 +299,96 @@ def build_knn_graph(X, n_neighbors=30, *, method="auto", **search_options):
 def save_graph(path, graph):
     """Save an affinity graph to ``path`` as ``.npz`` (CSR arrays, no pickle).
 
-    The file is written to a temporary name next to ``path`` and renamed, so
-    an interrupted save never leaves a half-written file.
+    The file is written under a hidden temporary name next to ``path``
+    (``.<name>.<random>.tmp``, which no ``*.npz`` glob matches) and renamed,
+    so an interrupted save never leaves a half-written file; the temporary
+    file is removed on any exception, Ctrl-C included (a process killed with
+    SIGKILL can leave it behind).
+
+    Raises
+    ------
+    ValueError
+        ``graph`` is not a valid graph, or the directory of ``path`` does not exist.
+    OSError
+        The file cannot be written; the message names ``path``.
     """
     csr = check_graph(graph)
+    arrays = {"format": np.array("csr"), "shape": np.array(csr.shape, dtype=np.int64), "indptr": csr.indptr,
+              "indices": csr.indices, "data": csr.data}
+    write_atomically([(path, lambda stream: np.savez(stream, **arrays))])
+
+
+def load_graph(path, n_samples=None):
+    """Load a graph written by :func:`save_graph` (or ``scipy.sparse.save_npz`` of a CSR matrix).
+
+    The file is read defensively: nothing is unpickled, each array's declared
+    size is checked against the archive and against the other arrays before
+    it is read (a corrupt or hostile file cannot make it allocate more than
+    the file could hold), and the graph is checked like every graph that
+    crosses fastprop's boundary (see :func:`fastprop._validation.check_graph`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    n_samples : int or None
+        The number of vertices expected (e.g. the rows of ``X``); checked
+        before the large arrays are read.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, float32
+
+    Raises
+    ------
+    ValueError
+        The file is missing, unreadable, corrupt, no graph file, or holds an
+        invalid graph; the message names ``path``.
+    """
     path = os.fspath(path)
-    temporary = f"{path}.tmp-{os.getpid()}.npz"
-    try:
-        np.savez(
-            temporary,
-            format=np.array("csr"),
-            shape=np.array(csr.shape, dtype=np.int64),
-            indptr=csr.indptr,
-            indices=csr.indices,
-            data=csr.data,
-        )
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
-def load_graph(path):
-    """Load a graph written by :func:`save_graph` (``allow_pickle=False``)."""
-    try:
-        archive = np.load(os.fspath(path), allow_pickle=False)
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"cannot read graph file {path}: {error}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path} is not a fastprop graph file (.npz); write it with fastprop.save_graph.")
-    with archive:
-        missing = {"shape", "indptr", "indices", "data"} - set(archive.files)
+    with NpzArchive(path) as archive:
+        missing = {"shape", "indptr", "indices", "data"} - set(archive.names)
         if missing:
             raise ValueError(
-                f"{path} is not a fastprop graph file: arrays {sorted(missing)} are missing "
-                f"(found {sorted(archive.files)}). Write it with fastprop.save_graph."
+                f"{path}: is not a fastprop graph file: arrays {sorted(missing)} are missing "
+                f"(found {archive.names}). Write it with fastprop.save_graph."
             )
-        shape = tuple(int(s) for s in archive["shape"])
-        graph = sp.csr_matrix((archive["data"], archive["indices"], archive["indptr"]), shape=shape)
-    return check_graph(graph)
+        if "format" in archive.names and _small_array(archive, "format", 0).tolist() not in ("csr", b"csr"):
+            raise ValueError(
+                f"{path}: holds a {archive.read('format')!r} matrix; fastprop graph files hold CSR "
+                "matrices (fastprop.save_graph, or scipy.sparse.save_npz of a csr_matrix)."
+            )
+        shape = _small_array(archive, "shape", 1)
+        if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer) or shape[0] != shape[1] or shape[0] < 0:
+            raise ValueError(f"{path}: its shape must be two equal non-negative integers, got {shape.tolist()!r}.")
+        n_vertices = int(shape[0])
+        if n_samples is not None and n_vertices != n_samples:
+            raise ValueError(
+                f"{path}: has {n_vertices:,} vertices but X has {n_samples:,} samples; build it from "
+                "the same features."
+            )
+        _expect_length(archive, "indptr", n_vertices + 1)
+        indptr = archive.read("indptr")
+        if not np.issubdtype(indptr.dtype, np.integer) or indptr[-1] < 0:
+            raise ValueError(f"{path}: array 'indptr' must hold non-negative integers, got {indptr.dtype}.")
+        _expect_length(archive, "indices", int(indptr[-1]))
+        _expect_length(archive, "data", int(indptr[-1]))
+        return check_graph_arrays(shape, indptr, archive.read("indices"), archive.read("data"), n_samples,
+                                  name=path)
+
+
+def _small_array(archive, name, ndim):
+    """A header-checked array of at most 16 entries."""
+    shape, _ = archive.header(name)
+    if len(shape) != ndim or np.prod(shape) > 16:
+        raise ValueError(f"{archive.path}: array {name!r} has shape {shape}; a graph file's is {ndim}-D and tiny.")
+    return archive.read(name)
+
+
+def _expect_length(archive, name, length):
+    """Check, before reading it, that array ``name`` is 1-D with ``length`` entries."""
+    shape, dtype = archive.header(name)
+    if shape != (length,):
+        raise ValueError(
+            f"{archive.path}: array {name!r} has shape {shape} ({dtype}), but the graph's other arrays "
+            f"say ({length},); the file is corrupt."
+        )

@@ -11,7 +11,7 @@ import pytest
 
 from fastprop import benchmark, load_graph
 from fastprop.cli import main
-from fastprop.cli._io import write_atomically
+from fastprop._files import write_atomically
 from fastprop.cli._progress import Progress, format_progress
 from fastprop.datasets import make_noisy_mixture
 

@@ -14,10 +14,18 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._concurrency import serialised
 from .._validation import check_features, check_graph, check_integer, check_labels
 from ..graph import build_knn_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
 
+#: Upper bound of every iteration count (``max_iter``, ``n_propagation``,
+#: ``max_epochs``): far above what any of them needs, so that a typo such as
+#: ``max_iter=10**9`` is a ValueError instead of a fit that runs until killed.
+#: Every iteration runs in Python between kernel calls, so Ctrl-C interrupts a fit.
+MAX_ITERATIONS = 100_000
+#: Upper bound of a propagation depth (SGC's K): each step is one pass over the graph.
+MAX_DEPTH = 100
 #: Gradient tolerance handed to :func:`fastprop.linear.fit_softmax_regression`.
 LBFGS_TOL = 1e-6
 #: A fitted linear model whose largest gradient entry exceeds this is reported as
@@ -26,6 +34,16 @@ LBFGS_TOL = 1e-6
 #: relative-decrease test, above ``LBFGS_TOL``) ended below 2e-5, fits cut off
 #: after a few iterations between 1e-4 and 1e-1. The margin keeps the former quiet.
 LBFGS_WARN_GRADIENT = 1e-3
+
+
+def check_iterations(name, value):
+    """An iteration count in [1, ``MAX_ITERATIONS``]."""
+    return check_integer(name, value, low=1, high=MAX_ITERATIONS)
+
+
+def check_depth(name, value):
+    """A propagation depth in [0, ``MAX_DEPTH``]."""
+    return check_integer(name, value, low=0, high=MAX_DEPTH)
 
 
 class ConvergenceWarning(UserWarning):
@@ -213,6 +231,7 @@ class GraphBaseline:
     normalises, and may set ``n_iter_``.
     """
 
+    @serialised
     def fit(self, X, y, graph=None):
         """Propagate the seed labels of ``y`` to every sample.
 

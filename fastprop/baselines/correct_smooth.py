@@ -2,20 +2,14 @@
 
 import numpy as np
 
-from .._validation import check_choice, check_integer, check_real
+from .._validation import check_bool, check_choice, check_real
 from ..adjacency import normalised_adjacency
-from ._common import GraphBaseline, iterate, restart_step, seed_classifier_proba
+from ._common import GraphBaseline, check_depth, check_iterations, iterate, restart_step, seed_classifier_proba
 from .sgc import check_linear_params, sgc_features
 
 #: Rows whose autoscale factor exceeds this keep the unscaled propagated error
 #: (the reference implementation's guard against rows that the error barely reaches).
 _MAX_AUTOSCALE = 1000.0
-
-
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}.")
-    return bool(value)
 
 
 def _correct(base, problem, operator, *, alpha, n_propagation, autoscale, scale):
@@ -71,18 +65,18 @@ class CorrectAndSmooth(GraphBaseline):
         Features of the base model. Huang et al.'s "Linear" also appends spectral
         embeddings of the graph; here it sees ``X`` only.
     depth : int, default=2
-        Propagation steps of the ``"sgc"`` base, ``>= 0``; ignored for ``"linear"``.
+        Propagation steps of the ``"sgc"`` base, in [0, 100]; ignored for ``"linear"``.
     l2 : float, default=1e-4
         Ridge penalty of the base logistic regression, ``>= 0``.
     max_iter : int, default=300
-        L-BFGS iterations of the base model, at least 1.
+        L-BFGS iterations of the base model, in [1, 100_000].
     correction_alpha : float, default=0.98
         ``a1`` in (0, 1]: 0.98 is the authors' setting for Linear + C&S with autoscale
         on ogbn-arxiv (1.0 is their value for the fixed-scale variant).
     smoothing_alpha : float, default=0.8
         ``a2`` in (0, 1): the authors' configurations use 0.65-0.9, 0.8 most often.
     n_propagation : int, default=50
-        Steps of each propagation, at least 1 (50 in all the paper's runs).
+        Steps of each propagation, in [1, 100_000] (50 in all the paper's runs).
     autoscale : bool, default=True
         Rescale the spread error per row (see above) instead of by ``scale``.
     scale : float, default=1.0
@@ -144,7 +138,7 @@ class CorrectAndSmooth(GraphBaseline):
     def _check_params(self):
         return {
             "base": check_choice("base", self.base, ("linear", "sgc")),
-            "depth": check_integer("depth", self.depth, low=0),
+            "depth": check_depth("depth", self.depth),
             **check_linear_params(self.l2, self.max_iter),
             "correction_alpha": check_real(
                 "correction_alpha", self.correction_alpha, low=0.0, high=1.0, low_inclusive=False
@@ -157,8 +151,8 @@ class CorrectAndSmooth(GraphBaseline):
                 low_inclusive=False,
                 high_inclusive=False,
             ),
-            "n_propagation": check_integer("n_propagation", self.n_propagation, low=1),
-            "autoscale": _check_flag("autoscale", self.autoscale),
+            "n_propagation": check_iterations("n_propagation", self.n_propagation),
+            "autoscale": check_bool("autoscale", self.autoscale),
             "scale": check_real("scale", self.scale, low=0.0),
         }
 

@@ -14,9 +14,9 @@ out never reach the loss.
 import numpy as np
 from scipy.special import log_softmax, softmax
 
-from .._validation import check_integer, check_random_state, check_real
+from .._validation import check_integer, check_memory, check_random_state, check_real
 from ..adjacency import normalised_adjacency
-from ._common import GraphBaseline
+from ._common import GraphBaseline, check_iterations
 
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8
@@ -159,7 +159,9 @@ class GCN(GraphBaseline):
     n_neighbors : int, default=30
         Neighbours of the cosine kNN graph built when ``fit`` gets no ``graph``.
     hidden : int, default=256
-        Width of the hidden layer, at least 1.
+        Width of the hidden layer, at least 1. A width whose arrays (about
+        ``16 * hidden * (n_samples + n_features)`` bytes) exceed the machine's
+        memory is a ValueError before anything is allocated.
     dropout : float, default=0.5
         Dropout rate in [0, 1), applied to ``Â X`` and to the hidden layer during training.
     weight_decay : float, default=5e-4
@@ -167,7 +169,7 @@ class GCN(GraphBaseline):
     learning_rate : float, default=0.01
         Adam step size, ``> 0``.
     max_epochs : int, default=200
-        Training epochs (full-batch Adam steps), at least 1.
+        Training epochs (full-batch Adam steps), in [1, 100_000].
     random_state : int, numpy.random.Generator or None, default=None
         Seeds the Glorot initialisation and the dropout masks; a fixed value
         gives identical results (for a given graph).
@@ -231,15 +233,20 @@ class GCN(GraphBaseline):
             "dropout": check_real("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False),
             "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
             "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_inclusive=False),
-            "max_epochs": check_integer("max_epochs", self.max_epochs, low=1),
+            "max_epochs": check_iterations("max_epochs", self.max_epochs),
             "rng": check_random_state(self.random_state),
         }
 
     def _scores(self, problem, *, hidden, max_epochs, rng, **training):
         dtype = np.float32
+        n_samples, n_features = problem.features.shape
+        # float32: W1 with its gradient and Adam's two moments, and the hidden layer's rows (training
+        # and the final forward pass hold up to four (n, hidden) arrays)
+        check_memory(16 * hidden * (n_samples + n_features), f"GCN(hidden={hidden}) on {n_samples:,} samples "
+                     f"x {n_features} features", "use a smaller hidden layer.")
         adjacency = normalised_adjacency(problem.graph, self_loops=True, dtype=dtype)
         inputs, propagation = _training_problem(adjacency, problem.features, problem.seeds)
-        n_features, n_classes = problem.features.shape[1], problem.classes.size
+        n_classes = problem.classes.size
         params = [
             _glorot(rng, n_features, hidden, dtype),
             np.zeros(hidden, dtype=dtype),

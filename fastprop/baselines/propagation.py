@@ -3,14 +3,14 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_integer, check_real
+from .._validation import check_real
 from ..adjacency import normalised_adjacency
-from ._common import GraphBaseline, iterate, restart_step, warn_not_converged
+from ._common import GraphBaseline, check_iterations, iterate, restart_step, warn_not_converged
 
 
 def _check_iteration(max_iter, tol):
     return {
-        "max_iter": check_integer("max_iter", max_iter, low=1),
+        "max_iter": check_iterations("max_iter", max_iter),
         "tol": check_real("tol", tol, low=0.0),
     }
 
@@ -106,7 +106,7 @@ class LabelPropagation(GraphBaseline):
     n_neighbors : int, default=30
         Neighbours of the cosine kNN graph built when ``fit`` gets no ``graph``.
     max_iter : int, default=1000
-        Iteration limit, at least 1.
+        Iteration limit, in [1, 100_000].
     tol : float, default=1e-6
         Stop when each class's residual norm is at most ``tol`` times that of
         its right-hand side ``W_ul Y_l``; ``>= 0``.
@@ -175,7 +175,7 @@ class LabelSpreading(GraphBaseline):
         Zhou et al. use 0.99; 0.9 converges ten times faster and keeps more
         of the seed information on noisy kNN graphs.
     max_iter : int, default=1000
-        Iteration limit, at least 1.
+        Iteration limit, in [1, 100_000].
     tol : float, default=1e-6
         Stop when no row of ``F`` changes by more than ``tol`` in L1 norm
         relative to its own L1 norm; ``>= 0``. (A relative test: far from the

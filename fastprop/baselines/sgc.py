@@ -1,9 +1,9 @@
 """Simple graph convolution (Wu et al., 2019): propagated features, then a linear model."""
 
 
-from .._validation import check_integer, check_real
+from .._validation import check_real
 from ..adjacency import RandomWalk
-from ._common import GraphBaseline, seed_classifier_proba
+from ._common import GraphBaseline, check_depth, check_iterations, seed_classifier_proba
 
 
 def sgc_features(features, graph, depth):
@@ -18,7 +18,7 @@ def sgc_features(features, graph, depth):
 
 def check_linear_params(l2, max_iter):
     """Validate the ridge penalty and iteration limit of the seed classifier."""
-    return {"l2": check_real("l2", l2, low=0.0), "max_iter": check_integer("max_iter", max_iter, low=1)}
+    return {"l2": check_real("l2", l2, low=0.0), "max_iter": check_iterations("max_iter", max_iter)}
 
 
 class SGC(GraphBaseline):
@@ -33,12 +33,12 @@ class SGC(GraphBaseline):
     n_neighbors : int, default=30
         Neighbours of the cosine kNN graph built when ``fit`` gets no ``graph``.
     depth : int, default=2
-        Propagation steps ``K``, ``>= 0`` (0 is plain logistic regression on ``X``).
+        Propagation steps ``K``, in [0, 100] (0 is plain logistic regression on ``X``).
         Wu et al. use K = 2.
     l2 : float, default=1e-4
         Ridge penalty of the logistic regression, ``>= 0``.
     max_iter : int, default=300
-        L-BFGS iterations, at least 1.
+        L-BFGS iterations, in [1, 100_000].
 
     Attributes
     ----------
@@ -75,7 +75,7 @@ class SGC(GraphBaseline):
         self.max_iter = max_iter
 
     def _check_params(self):
-        depth = check_integer("depth", self.depth, low=0)
+        depth = check_depth("depth", self.depth)
         return {"depth": depth, **check_linear_params(self.l2, self.max_iter)}
 
     def _scores(self, problem, *, depth, l2, max_iter):

@@ -3,19 +3,25 @@
 Run ``fastprop COMMAND --help`` (or ``python -m fastprop COMMAND --help``)
 for every option and its default. :func:`main` returns the exit status: 0 on
 success, 2 on bad input (one ``fastprop: error: ...`` line on stderr, no
-traceback), 130 when interrupted.
+traceback), 130 when interrupted (Ctrl-C, at any moment, start-up included),
+143 when terminated (SIGTERM). Interrupted or terminated, it removes its
+temporary files and prints one line.
+
+This module imports only the standard library; NumPy, SciPy, Numba and the
+commands are imported inside :func:`main`, where a Ctrl-C is handled.
 """
 
 import argparse
 import io
 import os
+import signal
 import sys
 import textwrap
+import threading
 import warnings
 from importlib import metadata
 
-from .. import benchmark
-from ._commands import run_bench, run_demo, run_graph, run_propagate
+from ._numbers import parse_integer, parse_real
 from ._progress import Progress
 
 __all__ = ["main", "build_parser"]
@@ -23,6 +29,7 @@ __all__ = ["main", "build_parser"]
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 _PLOT_NOTE = 'needs matplotlib: pip install "fastprop-graph[plot]"'
@@ -61,10 +68,9 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 def _integer(low):
     def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        value = parse_integer(text.strip())
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer in plain digits (-?[0-9]+)")
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} is too small; the smallest allowed is {low}")
         return value
@@ -75,10 +81,9 @@ def _integer(low):
 
 def _fraction(low_inclusive, high_inclusive):
     def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = parse_real(text.strip())
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a decimal number")
         above = value >= 0 if low_inclusive else value > 0
         below = value <= 1 if high_inclusive else value < 1
         if not (above and below):
@@ -97,10 +102,9 @@ def outlier_threshold(text):
         return "auto"
     if lowered == "none":
         return None
-    try:
-        value = float(lowered)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', 'none' or a number in [0, 1]") from None
+    value = parse_real(lowered)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', 'none' or a number in [0, 1]")
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is outside [0, 1]; use 'auto', 'none' or a number in [0, 1]")
     return value
@@ -139,6 +143,9 @@ def _add_graph_options(parser, what):
 
 def build_parser():
     """The ``argparse`` parser of the ``fastprop`` command."""
+    from .. import benchmark
+    from ._commands import run_bench, run_demo, run_graph, run_propagate
+
     try:
         version = metadata.version("fastprop-graph")
     except metadata.PackageNotFoundError:
@@ -282,8 +289,33 @@ def _one_line(error):
     return " ".join(str(error).split()) or type(error).__name__
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so that every ``finally`` block runs (temporary files go)."""
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
+    raise _Terminated
+
+
 def main(argv=None):
     """Run the ``fastprop`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        sys.stderr.write("fastprop: terminated; no partial file was written.\n")
+        return EXIT_TERMINATED
+    finally:
+        if in_main_thread:  # a handler installed outside Python reads back as None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(argv):
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(argv)
@@ -318,6 +350,3 @@ def main(argv=None):
         except (ValueError, OSError) as error:
             sys.stderr.write(f"fastprop: error: {_one_line(error)}\n")
             return EXIT_BAD_INPUT
-        except KeyboardInterrupt:
-            sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
-            return EXIT_INTERRUPTED

@@ -201,15 +201,9 @@ def run_graph(args, progress):
 def _load_graph(path, n_samples):
     require_file(path, "--graph")
     try:
-        graph = load_graph(path)
+        return load_graph(path, n_samples)
     except ValueError as error:
-        raise ValueError(f"--graph {path}: {error}") from None
-    if graph.shape[0] != n_samples:
-        raise ValueError(
-            f"--graph {path}: has {graph.shape[0]:,} vertices but --features has {n_samples:,} "
-            "samples; build it from the same features (fastprop graph --features ...)."
-        )
-    return graph
+        raise ValueError(f"--graph {error}") from None
 
 
 def run_propagate(args, progress):
@@ -250,10 +244,13 @@ def run_propagate(args, progress):
     seeds = int((y != -1).sum())
     outliers = int((labels == -1).sum())
     rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
+    if model.outlier_threshold_ > 1.0:
+        why = "every unlabeled sample rejected: the validation samples are all known outliers"
+    else:
+        why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"
     print(
         f"propagated {seeds:,} seed labels ({model.classes_.size} classes) to {n_samples - seeds:,} "
-        f"samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, {outliers:,} outliers "
-        f"(confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule})"
+        f"samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, {outliers:,} outliers ({why})"
     )
     written = [path for path in (args.out, args.csv) if path is not None]
     print(f"wrote {', '.join(map(str, written))}")

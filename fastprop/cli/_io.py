@@ -1,21 +1,22 @@
 """Files of the command line: reading features, labels and validation pairs, writing results.
 
 Every reader raises ``ValueError`` with a message that names the option and
-the file; nothing is unpickled (``allow_pickle=False``). Every writer goes
-through :func:`write_atomically`: a temporary file in the target's directory,
-renamed over the target only once it is complete.
+the file; arrays are read by :mod:`fastprop._files` (nothing unpickled, sizes
+checked before anything is allocated). Every writer goes through
+:func:`fastprop._files.write_atomically`: a hidden temporary file in the
+target's directory, renamed over the target only once it is complete.
 """
 
 import csv
 import io
 import os
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from .._files import NpzArchive, read_npy, write_atomically
 from .._validation import check_labels, check_validation
+from ._numbers import looks_like_a_header, parse_integer
 from ..datasets import load_embeddings
 
 _NUMPY_SUFFIXES = (".npy", ".npz")
@@ -59,32 +60,26 @@ def load_features(path, option="--features"):
     try:
         return load_embeddings(path)
     except ValueError as error:
-        raise ValueError(f"{_describe(option, path)}: {error}") from None
+        raise _about_file(option, path, error) from None
 
 
 def _load_array(path, name, option):
-    """Array ``name`` of an ``.npz``, or the array of an ``.npy``, without unpickling."""
+    """Array ``name`` of an ``.npz``, or the array of an ``.npy``, read defensively (:mod:`fastprop._files`)."""
     try:
-        with open(path, "rb") as stream:
-            loaded = np.load(stream, allow_pickle=False)
-            if not isinstance(loaded, np.lib.npyio.NpzFile):
-                return loaded
-            with loaded:
-                files = list(loaded.files)
-                array = loaded[name] if name in files else None
-    except (OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{_describe(option, path)}: not a readable NumPy file ({error}).") from None
+        if path.suffix.lower() == ".npy":
+            return read_npy(path)
+        with NpzArchive(path) as archive:
+            return archive.read(name)
     except ValueError as error:
-        raise ValueError(
-            f"{_describe(option, path)}: not a plain NumPy file ({error}); fastprop never loads "
-            "pickled or object arrays."
-        ) from None
-    if array is None:
-        raise ValueError(
-            f"{_describe(option, path)}: has no array {name!r} (it holds {sorted(files)}); "
-            f"save it as numpy.savez(path, {name}={name})."
-        )
-    return array
+        raise _about_file(option, path, error) from None
+
+
+def _about_file(option, path, error):
+    """``error`` (about the file at ``path``) prefixed by the option, the path named once."""
+    text = str(error)
+    if text.startswith(os.fspath(path)):  # the file readers' messages begin with the path
+        return ValueError(f"{option} {text}")
+    return ValueError(f"{_describe(option, path)}: {text}")
 
 
 def _read_lines(path, option):
@@ -98,35 +93,21 @@ def _read_lines(path, option):
         ) from None
 
 
-def _integer(text):
-    """``int(text)``, also for ``"3.0"``; None when ``text`` is no integer that fits int64."""
-    try:
-        value = int(text)
-    except ValueError:
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        if not np.isfinite(number) or number != int(number):
-            return None
-        value = int(number)
-    return value if abs(value) < 2**63 - 1 else None
-
-
 def _read_label_text(path, option):
     lines = _read_lines(path, option)
-    # An optional header: a first line that is no number ("label").
+    # An optional header: a first line that starts with a letter ("label").
     first = 1
-    if lines and lines[0].strip() and _integer(lines[0].strip()) is None and "," not in lines[0]:
+    if lines and looks_like_a_header(lines[0]) and "," not in lines[0]:
         lines, first = lines[1:], 2
     labels = np.empty(len(lines), dtype=np.int64)
     for number, line in enumerate(lines, start=first):
         text = line.strip()
-        value = -1 if text == "" else _integer(text)
+        value = -1 if text == "" else parse_integer(text)
         if value is None:
             raise ValueError(
                 f"{_describe(option, path)}, line {number}: {text[:40]!r} is not an integer label; "
-                "write one integer label per line, -1 or an empty line for an unlabeled sample."
+                "write one integer label per line in plain digits (-?[0-9]+, no underscores), -1 or an "
+                "empty line for an unlabeled sample."
             )
         labels[number - first] = value
     return labels
@@ -167,15 +148,15 @@ def load_validation(path, labels, option="--validation"):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split(",")]
-        values = [_integer(field) for field in fields]
+        values = [parse_integer(field) for field in fields]
         if len(fields) == 2 and None not in values:
             pairs.append(values)
-        elif number == 1 and len(fields) == 2 and values == [None, None]:
+        elif number == 1 and len(fields) == 2 and all(map(looks_like_a_header, fields)):
             continue  # header, e.g. "index,label"
         else:
             raise ValueError(
                 f"{_describe(option, path)}, line {number}: expected 'index,label' with two "
-                f"integers, got {line.strip()[:40]!r}."
+                f"integers in plain digits (-?[0-9]+), got {line.strip()[:40]!r}."
             )
     if not pairs:
         raise ValueError(f"{_describe(option, path)}: holds no 'index,label' line.")
@@ -186,40 +167,6 @@ def load_validation(path, labels, option="--validation"):
     except ValueError as error:
         raise ValueError(f"{_describe(option, path)}: {error}") from None
     return indices, truth
-
-
-def write_atomically(outputs):
-    """Write several files, each to a temporary name in its directory, then rename them.
-
-    Parameters
-    ----------
-    outputs : list of (path, write)
-        ``write(stream)`` fills a binary stream.
-
-    No target is touched until every temporary file is complete, so a failed
-    or interrupted run leaves the old files as they were and no partial file.
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    temporaries = []
-    try:
-        for path, write in outputs:
-            path = Path(path)
-            handle, temporary = tempfile.mkstemp(
-                prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-            )
-            temporaries.append(temporary)
-            with os.fdopen(handle, "wb") as stream:
-                write(stream)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.chmod(temporary, 0o666 & ~mask)
-        for (path, _), temporary in zip(outputs, temporaries):
-            os.replace(temporary, path)
-    finally:
-        for temporary in temporaries:
-            if os.path.exists(temporary):
-                os.remove(temporary)
 
 
 def result_writers(model, out=None, csv_path=None):
