@@ -97,7 +97,8 @@ def summary(label, name, noise, results):
     for key in ("accuracy", "in_class_accuracy", "outlier_auroc", "rejected_in_class", "seconds"):
         values = np.array([r[key] for r in results], dtype=np.float64)
         scale = 1 if key == "seconds" else 100
-        row[key] = f"{scale * values.mean():.2f} ± {scale * values.std(ddof=1):.2f}" if noise or key != "outlier_auroc" else "—"
+        undefined = key == "outlier_auroc" and not noise  # no outliers to rank
+        row[key] = "—" if undefined else f"{scale * values.mean():.2f} ± {scale * values.std(ddof=1):.2f}"
     row["provisional"] = f"{np.mean([r['n_provisional'] for r in results]):.0f}"
     return row
 

@@ -14,6 +14,7 @@ from ._validation import (
     check_graph,
     check_integer,
     check_labels,
+    check_memory,
     check_random_state,
     check_real,
     check_validation,
@@ -385,12 +386,18 @@ class FastProp:
             exclusion_hops=int(self.exclusion_hops),
             depth=int(self.predictor_depth),
         )
+        workspace_shape = dict(n_columns=features.shape[1], n_slots=self._batch_size(n_samples),
+                               batch_columns=classes.size)
+        check_memory(
+            PatchWorkspace.bytes_needed(graph, settings, **workspace_shape),
+            f"FastProp's patch buffers (max_patch_size={self.max_patch_size!r}, patch_batch_size="
+            f"{self.patch_batch_size!r}, {features.shape[1]} features, {classes.size} classes)",
+            "lower max_patch_size or patch_batch_size.",
+        )
         context = _FitContext(
             graph=graph, walk=RandomWalk(graph), features=features, row_scale=inverse_norms(features),
-            seed_class=seed_class,
-            n_classes=classes.size, tie_rank=tie_rank, rng=rng,
-            workspace=PatchWorkspace(graph, settings, features.shape[1], n_slots=self._batch_size(n_samples),
-                                     batch_columns=classes.size),
+            seed_class=seed_class, n_classes=classes.size, tie_rank=tie_rank, rng=rng,
+            workspace=PatchWorkspace(graph, settings, **workspace_shape),
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         state, distributions, multiview, confnet, pass_timings = self._propagation_pass(context)
@@ -475,7 +482,9 @@ class FastProp:
         labeled = context.seed_class >= 0
         distributions, multiview = self._distributions(state, context.walk, logits, intercept, labeled)
         # (n, n_classes): ConfNet needs neither the logits nor, with labels="graph", their smoothing yet.
-        smoothed_logits = context.walk.smooth(logits, None, int(self.predictor_depth)) if self.labels == "graph" else None
+        smoothed_logits = None
+        if self.labels == "graph":
+            smoothed_logits = context.walk.smooth(logits, None, int(self.predictor_depth))
         del logits
         confnet = None
         if self.confidence in ("both", "confnet"):

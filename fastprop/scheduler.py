@@ -61,11 +61,7 @@ class PatchWorkspace:
         self.data = graph.data
         self.settings = settings
         self.n_slots = n_slots
-        degrees = np.diff(graph.indptr)
-        # A patch never holds more than n_vertices, whatever max_patch_size says.
-        self.buffer_rows = min(settings.max_patch_size, n_vertices)
-        largest = np.sort(degrees)[::-1][: self.buffer_rows]
-        capacity = int(largest.sum()) + self.buffer_rows + 1
+        self.buffer_rows, capacity = self._sizes(graph, settings)
         self.patches = np.empty((n_slots, self.buffer_rows), dtype=np.int64)
         self.sizes = np.zeros(n_slots, dtype=np.int64)
         self.stamp = np.zeros(n_vertices, dtype=np.int64)
@@ -88,6 +84,24 @@ class PatchWorkspace:
         self._deferred = np.empty(4 * n_slots, dtype=np.int64)  # starts set aside while filling a batch
         self._patches = 0
         self._exclusions = 0
+
+    @staticmethod
+    def _sizes(graph, settings):
+        """Rows of a patch buffer and entries of an induced patch, at most."""
+        # A patch never holds more than n_vertices, whatever max_patch_size says.
+        buffer_rows = min(settings.max_patch_size, graph.shape[0])
+        largest = np.sort(np.diff(graph.indptr))[::-1][:buffer_rows]
+        return buffer_rows, int(largest.sum()) + buffer_rows + 1
+
+    @classmethod
+    def bytes_needed(cls, graph, settings, n_columns, n_slots=1, batch_columns=None):
+        """What :meth:`__init__` allocates with these arguments, in bytes (the large buffers)."""
+        batch_columns = n_columns if batch_columns is None else batch_columns
+        buffer_rows, capacity = cls._sizes(graph, settings)
+        smoothing = 2 * 8 * buffer_rows * max(n_columns, n_slots * batch_columns, 1)
+        induced = 16 * n_slots * capacity + 40 * n_slots * buffer_rows
+        per_vertex = 8 * 5 * graph.shape[0]
+        return smoothing + induced + per_vertex
 
     @property
     def patch(self):

@@ -365,3 +365,13 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
     assert numba.get_parallel_chunksize() == 0  # the batches' one-at-a-time schedule does not leak out
+
+
+def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
+    import fastprop._validation
+
+    X, y, _ = two_clusters_and_outliers()
+    graph = build_knn_graph(X, 8, method="exact")
+    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: 10_000)
+    with pytest.raises(ValueError, match=r"patch buffers \(max_patch_size=3000.*lower max_patch_size"):
+        FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)

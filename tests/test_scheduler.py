@@ -206,3 +206,15 @@ def test_start_queue_pops_in_heapq_order(seed):
         expected.append(heapq.heappop(reference)[2] if reference else -1)
     assert popped == expected
     assert len(set(popped)) > 100
+
+
+@pytest.mark.parametrize(("max_size", "n_slots"), [(30, 1), (500, 4)])
+def test_bytes_needed_counts_what_the_workspace_allocates(max_size, n_slots):
+    X = np.random.default_rng(0).normal(size=(200, 5)).astype(np.float32)
+    graph = build_knn_graph(X, 8, method="exact")
+    settings = PatchSettings(min_gain=20.0, max_patch_size=max_size, exclusion_hops=1, depth=2)
+    workspace = PatchWorkspace(graph, settings, 5, n_slots=n_slots, batch_columns=3)
+    allocated = sum(value.nbytes for value in vars(workspace).values() if isinstance(value, np.ndarray)
+                    and not any(value is array for array in (graph.indptr, graph.indices, graph.data)))
+    estimate = PatchWorkspace.bytes_needed(graph, settings, 5, n_slots=n_slots, batch_columns=3)
+    assert 0.8 * allocated <= estimate <= 1.2 * allocated
