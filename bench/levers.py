@@ -62,8 +62,8 @@ def parse_args(argv=None):
 def variants(texts):
     parsed = []
     for text in texts:
-        label, _, params = text.partition("=")
-        parsed.append((label, json.loads(params or "{}")))
+        label, brace, params = text.partition("={")  # labels may hold "=", the JSON starts with "{"
+        parsed.append((label, json.loads(brace[1:] + params)))
     return parsed
 
 
