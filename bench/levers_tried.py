@@ -28,6 +28,9 @@ the threshold chosen on it differ. FastProp's first pass is the default with
   confidence rejects.
 - ``select on validation``: first pass or provisional, whichever scores better
   on the validation set.
+- ``k-means provisional classes``: the provisional seeds start a spherical
+  k-means of the identified samples' SGC rows (10 rounds); every member is a
+  training row of its cluster's class, each class weighing as much as one seed.
 - ``competition in patches``: the provisional seeds as seeds of extra classes in
   a second full propagation; the largest known-class mean of the views.
 
@@ -124,6 +127,26 @@ class Task:
         return softmax_proba(self.smoothed, coef, intercept).max(axis=1)
 
 
+def kmeans_known(t, seeds, identified, rounds=10):
+    """Known-class probability with k-means clusters of ``identified`` as provisional classes."""
+    count = int(t.default.n_provisional_classes_)
+    if count == 0 or identified.size == 0:
+        return np.ones(t.y.size)
+    rows = t.walk.smooth(t.X, np.concatenate([seeds, identified]), DEPTH, row_scale=t.scale)
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    centres = unit[seeds.size:][farthest_first(unit[: seeds.size], unit[seeds.size:], count)]
+    for _ in range(rounds):
+        cluster = (unit[seeds.size:] @ centres.T).argmax(axis=1)
+        for j in range(count):
+            members = unit[seeds.size:][cluster == j]
+            if members.size:
+                centres[j] = members.sum(axis=0) / np.linalg.norm(members.sum(axis=0))
+    weight = np.concatenate([np.ones(seeds.size), 1.0 / np.bincount(cluster, minlength=count)[cluster]])
+    targets = np.eye(t.n_classes + count)[np.concatenate([t.y[seeds], t.n_classes + cluster])]
+    coef, intercept = fit_softmax_regression(rows, targets, l2=L2, sample_weight=weight)
+    return known_class_confidence(t.walk, t.X, t.scale, coef, intercept, t.n_classes, DEPTH)
+
+
 def levers(t):
     """Name -> confidence of every lever on task ``t``."""
     first, labeled = t.first.confidence_, t.labeled
@@ -162,6 +185,8 @@ def levers(t):
     out["two rounds"] = mean_with(first, t.known(t.rejected(provisional)), labeled)
     better = validation_accuracy(provisional, t.predicted, t.task) > validation_accuracy(first, t.predicted, t.task)
     out["select on validation"] = provisional if better else first
+
+    out["k-means provisional classes"] = mean_with(first, kmeans_known(t, seeds, t.rejected(first)), labeled)
 
     identified = t.rejected(first)
     y_extended = t.y.copy()
