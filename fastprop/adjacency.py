@@ -110,10 +110,22 @@ class RandomWalk:
             rows = np.asarray(rows, dtype=np.int64)
             result = np.empty((rows.size, columns.shape[1]))
             position = np.full(self.graph.shape[0] if depth > 1 else 0, -1, dtype=np.int64)
-            for begin in range(0, rows.size, self.ROWS_PER_CHUNK):
-                chunk = rows[begin : begin + self.ROWS_PER_CHUNK]
+            for begin in range(0, rows.size, self._chunk_rows(rows.size)):
+                chunk = rows[begin : begin + self._chunk_rows(rows.size)]
                 result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position, scale)
         return result.reshape((result.shape[0],) + values.shape[1:])
+
+    def _chunk_rows(self, n_rows):
+        """Rows smoothed together: all of them once their neighbourhoods would cover the graph anyway.
+
+        A chunk's cost is a step over its rows' (depth - 1)-hop neighbourhood,
+        which on a small graph is the whole graph for every chunk; then one
+        chunk costs what one of ``ROWS_PER_CHUNK`` would, and holds no more
+        memory than smoothing every row.
+        """
+        n_vertices = self.graph.shape[0]
+        mean_closed_degree = self.graph.nnz / max(n_vertices, 1) + 1
+        return max(n_rows, 1) if n_rows * mean_closed_degree >= n_vertices else self.ROWS_PER_CHUNK
 
     def _smooth_chunk(self, values, rows, depth, position, scale):
         """``smooth`` for one chunk; ``position`` is an (n_samples,) scratch array when depth > 1."""

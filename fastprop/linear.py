@@ -101,12 +101,20 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
     """
     features = np.asarray(features, dtype=np.float64)
     targets = np.asarray(targets, dtype=np.float64)
-    n_features, n_classes = features.shape[1], targets.shape[1]
+    n_classes = targets.shape[1]
     weights = _normalised_weights(features.shape[0], sample_weight)
+    basis = None
+    if l2 > 0 and features.shape[0] < features.shape[1]:
+        # The penalised optimum (l2 * coef = -features.T @ residual) lies in the span of the rows: fit
+        # there, in an orthonormal basis that keeps ||coef||, with fewer parameters for L-BFGS.
+        basis, _ = np.linalg.qr(features.T)
+        features = features @ basis
+    n_features = features.shape[1]
     params = _minimise(
         softmax_loss_and_gradient, (n_features + 1) * n_classes, (features, targets, weights, l2), max_iter, tol
     )
-    return params[: n_features * n_classes].reshape(n_features, n_classes), params[n_features * n_classes :]
+    coef = params[: n_features * n_classes].reshape(n_features, n_classes)
+    return (coef if basis is None else basis @ coef), params[n_features * n_classes :]
 
 
 def softmax_proba(features, coef, intercept):

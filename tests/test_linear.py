@@ -61,6 +61,23 @@ def test_softmax_regression_reaches_the_stationary_point(problem):
     assert np.abs(gradient).max() < 1e-6
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_softmax_regression_with_fewer_rows_than_features_reaches_the_full_stationary_point(weighted):
+    # Fitted in the span of the rows: the full gradient must still vanish, and coef lie in that span.
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(12, 30))
+    targets = np.eye(3)[rng.integers(0, 3, 12)]
+    weights = rng.uniform(0.5, 2.0, size=12) if weighted else None
+    coef, intercept = fit_softmax_regression(features, targets, l2=0.05, sample_weight=weights, tol=1e-10,
+                                             max_iter=5000)
+    normalised = np.full(12, 1 / 12) if weights is None else weights / weights.sum()
+    params = np.concatenate([coef.ravel(), intercept])
+    _, gradient = softmax_loss_and_gradient(params, features, targets, normalised, 0.05)
+    assert np.abs(gradient).max() < 1e-7
+    in_span = features.T @ np.linalg.lstsq(features.T, coef, rcond=None)[0]
+    assert_allclose(in_span, coef, atol=1e-10)
+
+
 def test_logistic_regression_matches_an_independent_newton_solve(problem):
     rng, features = problem
     targets = (features[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(float)
