@@ -129,7 +129,7 @@ class FastProp:
         ``"graph"`` (ours): the local predictor applied to the vertex's
         whole-graph neighbourhood, which no patch edge truncates; the views
         still give the confidence. Measured with 1% seeds, 5 seeds each
-        (bench/RESULTS.md): in-class accuracy +0.4 to +1.1 points on
+        (bench/RESULTS.md): in-class accuracy +0.4 to +1.3 points on
         Banking77, HWU64 and MNIST at every outlier ratio.
     confnet_features : {"structure", "embedding"}, default="structure"
         ConfNet's input before its SGC smoothing. ``"embedding"`` is the
@@ -152,10 +152,11 @@ class FastProp:
         known-class probability, and the threshold is chosen again. Nothing
         changes when the first threshold rejects no sample (e.g. no
         outliers) or too few to earn a class. Measured with a validation
-        threshold (bench/RESULTS.md): accuracy +1.9 to +8.9 points at 30-50%
-        outliers on HWU64 and MNIST and +3.1 at 50% on Banking77, -1.5 at 30%
-        on Banking77 (whose outlier intents are near-duplicates of seeded
-        ones), -0.4 to -1.1 at 10%. False is the paper's method.
+        threshold against the same labels without them (bench/RESULTS.md, 5
+        seeds): accuracy +3.0 / +3.3 / +6.3 points at 50% outliers on
+        Banking77 / HWU64 / MNIST, -0.6 / +1.4 / +3.0 at 30%, -0.5 / -1.2 /
+        +1.1 at 10%; outlier AUROC -0.1 to +7.4 at 30-50%. False is the
+        paper's confidence.
     outlier_threshold : "auto", float or None, default="auto"
         o_tau. With ``validation`` given to ``fit``, the threshold that
         maximises accuracy on it is used instead. ``"auto"``: an
