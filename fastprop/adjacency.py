@@ -68,6 +68,9 @@ class RandomWalk:
     #: Rows smoothed together by :meth:`smooth`; bounds its memory to about
     #: this many rows' (depth - 1)-hop neighbourhood.
     ROWS_PER_CHUNK = 2048
+    #: Bytes of one float64 (n_samples, n_columns) buffer up to which :meth:`smooth`
+    #: takes rows covering the graph in one chunk (it holds two such buffers).
+    ONE_CHUNK_BYTES = 128 * 2**20
 
     def __init__(self, graph):
         self.graph = graph
@@ -110,22 +113,25 @@ class RandomWalk:
             rows = np.asarray(rows, dtype=np.int64)
             result = np.empty((rows.size, columns.shape[1]))
             position = np.full(self.graph.shape[0] if depth > 1 else 0, -1, dtype=np.int64)
-            for begin in range(0, rows.size, self._chunk_rows(rows.size)):
-                chunk = rows[begin : begin + self._chunk_rows(rows.size)]
+            chunk_rows = self._chunk_rows(rows.size, columns.shape[1])
+            for begin in range(0, rows.size, chunk_rows):
+                chunk = rows[begin : begin + chunk_rows]
                 result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position, scale)
         return result.reshape((result.shape[0],) + values.shape[1:])
 
-    def _chunk_rows(self, n_rows):
+    def _chunk_rows(self, n_rows, n_columns):
         """Rows smoothed together: all of them once their neighbourhoods would cover the graph anyway.
 
         A chunk's cost is a step over its rows' (depth - 1)-hop neighbourhood,
         which on a small graph is the whole graph for every chunk; then one
-        chunk costs what one of ``ROWS_PER_CHUNK`` would, and holds no more
-        memory than smoothing every row.
+        chunk costs what one of ``ROWS_PER_CHUNK`` would, and holds what
+        smoothing every row holds, which ``ONE_CHUNK_BYTES`` bounds.
         """
         n_vertices = self.graph.shape[0]
         mean_closed_degree = self.graph.nnz / max(n_vertices, 1) + 1
-        return max(n_rows, 1) if n_rows * mean_closed_degree >= n_vertices else self.ROWS_PER_CHUNK
+        covering = n_rows * mean_closed_degree >= n_vertices
+        affordable = 8 * n_vertices * n_columns <= self.ONE_CHUNK_BYTES
+        return max(n_rows, 1) if covering and affordable else self.ROWS_PER_CHUNK
 
     def _smooth_chunk(self, values, rows, depth, position, scale):
         """``smooth`` for one chunk; ``position`` is an (n_samples,) scratch array when depth > 1."""

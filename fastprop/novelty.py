@@ -27,8 +27,9 @@ MAX_PROVISIONAL = 64
 #: Identified samples the farthest-first traversal looks at, at most (a random
 #: sample of them beyond), so that its cost does not grow with N.
 MAX_CANDIDATES = 20_000
-#: Columns of ``X W`` smoothed at a time.
-COLUMN_BLOCK = 32
+#: Columns of ``X W`` smoothed at a time: at a million samples two float64
+#: (n, 16) buffers are 256 MB.
+COLUMN_BLOCK = 16
 
 
 def n_provisional_classes(n_identified, n_seeds, n_samples):

@@ -54,8 +54,8 @@ def test_smooth_in_chunks_equals_smooth_at_once(monkeypatch):
     values = np.random.default_rng(17).normal(size=60)  # 1-D values keep their shape
     rows = np.random.default_rng(18).permutation(60)[:45]
     at_once = walk.smooth(values, rows, 2)  # 45 rows whose neighbourhoods cover the graph: one chunk
-    assert walk._chunk_rows(45) == 45
-    monkeypatch.setattr(RandomWalk, "_chunk_rows", lambda self, n_rows: 4)
+    assert walk._chunk_rows(45, 1) == 45
+    monkeypatch.setattr(RandomWalk, "_chunk_rows", lambda self, n_rows, n_columns: 4)
     assert_array_equal(walk.smooth(values, rows, 2), at_once)
     assert at_once.shape == (45,)
     assert_allclose(at_once, (np.linalg.matrix_power(dense_random_walk(dense), 2) @ values)[rows], atol=1e-12)
@@ -63,8 +63,10 @@ def test_smooth_in_chunks_equals_smooth_at_once(monkeypatch):
 
 def test_a_few_rows_of_a_large_graph_are_smoothed_in_chunks():
     walk = RandomWalk(sp.csr_matrix(sparse_symmetric(300, seed=23, keep=0.01)))
-    assert walk._chunk_rows(3) == RandomWalk.ROWS_PER_CHUNK
-    assert walk._chunk_rows(300) == 300
+    assert walk._chunk_rows(3, 8) == RandomWalk.ROWS_PER_CHUNK
+    assert walk._chunk_rows(300, 8) == 300
+    # ... unless smoothing every row would hold more than ONE_CHUNK_BYTES
+    assert walk._chunk_rows(300, RandomWalk.ONE_CHUNK_BYTES // (8 * 300) + 1) == RandomWalk.ROWS_PER_CHUNK
 
 
 def test_walk_rows_sum_to_one_and_graph_is_untouched():
