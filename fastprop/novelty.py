@@ -27,6 +27,11 @@ MAX_PROVISIONAL = 64
 #: Identified samples the farthest-first traversal looks at, at most (a random
 #: sample of them beyond), so that its cost does not grow with N.
 MAX_CANDIDATES = 20_000
+#: Seeds the provisional step works with, at most (a random sample of them
+#: beyond, plus one of every class the sample misses): the farthest-first
+#: anchors and the known classes' training rows.
+#: Without it a million samples' 10,000 seeds cost ~15 s of softmax fitting.
+MAX_SEEDS = 2_000
 #: Columns of ``X W`` smoothed at a time: at a million samples two float64
 #: (n, 16) buffers are 256 MB.
 COLUMN_BLOCK = 16
@@ -139,7 +144,8 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     l2 : float
         Ridge penalty of the softmax regression (the local predictor's).
     rng : numpy.random.Generator
-        Draws the candidates when there are more than :data:`MAX_CANDIDATES`.
+        Draws the candidates when there are more than :data:`MAX_CANDIDATES`,
+        and the seeds when there are more than :data:`MAX_SEEDS`.
 
     Returns
     -------
@@ -158,6 +164,9 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     candidates = dense if dense.size >= n_provisional else identified
     if candidates.size > MAX_CANDIDATES:
         candidates = np.sort(rng.choice(candidates, size=MAX_CANDIDATES, replace=False))
+    if seeds.size > MAX_SEEDS:  # a random sample, and the first seed of every class it misses
+        _, first_of_class = np.unique(seed_class[seeds], return_index=True)
+        seeds = np.union1d(rng.choice(seeds, size=MAX_SEEDS, replace=False), seeds[first_of_class])
     rows = walk.smooth(features, np.concatenate([seeds, candidates]), depth, row_scale=row_scale)
     unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     picked = farthest_first(unit[: seeds.size], unit[seeds.size :], n_provisional)

@@ -109,6 +109,21 @@ def test_unseeded_clusters_lose_known_class_confidence():
     assert outlier_auroc(confidence[y < 0], truth[y < 0]) > 0.95
 
 
+def test_a_sample_of_the_seeds_keeps_every_class(monkeypatch):
+    import fastprop.novelty
+
+    X, y, truth = clusters()
+    y[np.flatnonzero(truth == 1)[:20]] = 1  # class 1 now has 22 seeds, class 0 two
+    monkeypatch.setattr(fastprop.novelty, "MAX_SEEDS", 3)
+    walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
+    confidence, _ = provisional_class_confidence(
+        walk, X, None, y, 2, np.flatnonzero(truth == -1)[::2], depth=2, l2=1e-4, rng=np.random.default_rng(0),
+    )
+    in_class_0 = np.flatnonzero((truth == 0) & (y < 0))
+    assert np.median(confidence[in_class_0]) > 0.5  # class 0 kept a seed: its members are not outliers
+    assert outlier_auroc(confidence[y < 0], truth[y < 0]) > 0.95
+
+
 def test_nothing_identified_means_no_provisional_class():
     X, y, _ = clusters()
     walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
