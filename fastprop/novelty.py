@@ -29,8 +29,7 @@ MAX_PROVISIONAL = 64
 MAX_CANDIDATES = 20_000
 #: Seeds the provisional step works with, at most (a random sample of them
 #: beyond, plus one of every class the sample misses): the farthest-first
-#: anchors and the known classes' training rows.
-#: Without it a million samples' 10,000 seeds cost ~15 s of softmax fitting.
+#: anchors and the known classes' training rows, so that neither grows with N.
 MAX_SEEDS = 2_000
 #: Columns of ``X W`` smoothed at a time: at a million samples two float64
 #: (n, 16) buffers are 256 MB.
