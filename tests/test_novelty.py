@@ -161,7 +161,27 @@ def test_no_rejection_means_the_paper_path():
     assert_array_equal(with_classes.confidence_, without.confidence_)
 
 
-def test_provisional_classes_is_validated():
+def test_provisional_classes_and_labels_are_validated():
     X, y, _ = clusters()
     with pytest.raises(ValueError, match="provisional_classes must be True or False, got 'yes'"):
         FastProp(provisional_classes="yes").fit(X, y)
+    with pytest.raises(ValueError, match="labels.*'patches'"):
+        FastProp(labels="patches").fit(X, y)
+
+
+def test_graph_labels_are_the_predictor_on_the_whole_graph():
+    from fastprop.linear import fit_softmax_regression
+
+    X, y, _ = clusters()
+    graph = build_knn_graph(X, 8, method="exact")
+    model = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=graph)
+    dense = graph.toarray().astype(np.float64) + np.eye(y.size)
+    walk2 = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), 2)
+    smoothed = walk2 @ unit(X.astype(np.float64))
+    seeds = np.flatnonzero(y >= 0)
+    coef, intercept = fit_softmax_regression(smoothed[seeds], np.eye(2)[y[seeds]], l2=model.predictor_l2)
+    expected = softmax(smoothed @ coef + intercept, axis=1)
+    unlabeled = y < 0
+    assert_allclose(model.label_distributions_[unlabeled], expected[unlabeled], atol=2e-3)
+    views = FastProp(random_state=0, outlier_threshold=None, labels="views").fit(X, y, graph=graph)
+    assert_array_equal(views.confidence_, model.confidence_)  # the labels' source does not touch the confidence
