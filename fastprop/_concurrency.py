@@ -9,13 +9,18 @@ parallel kernels is decorated with :func:`serialised`: under ``workqueue``
 (or before any parallel kernel has run, when Numba has not chosen a layer
 yet) it holds one process-wide lock, so concurrent calls run one after the
 other; under ``tbb`` or ``omp`` it does nothing and they run concurrently.
-Either way each call's result is the one it would have alone.
+Either way each call's result is the one it would have alone. The same
+decorator runs the call with every OpenBLAS on one thread
+(:func:`~fastprop._blas.blas_on_calling_thread`): Numba's threads are the
+only parallel work of a fit.
 """
 
 import functools
 import threading
 
 import numba
+
+from ._blas import blas_on_calling_thread
 
 #: The layers Numba documents as safe for concurrent launches from several threads.
 _THREADSAFE_LAYERS = ("tbb", "omp")
@@ -32,13 +37,14 @@ def _threadsafe_layer():
 
 
 def serialised(function):
-    """Run ``function`` under the process-wide lock unless Numba's threading layer is thread-safe."""
+    """Run ``function`` with BLAS on the calling thread, under the lock unless Numba's layer is thread-safe."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        if _threadsafe_layer():
-            return function(*args, **kwargs)
-        with _LOCK:
-            return function(*args, **kwargs)
+        with blas_on_calling_thread():
+            if _threadsafe_layer():
+                return function(*args, **kwargs)
+            with _LOCK:
+                return function(*args, **kwargs)
 
     return wrapper

@@ -1,0 +1,80 @@
+"""Every OpenBLAS runs on one thread during a fit, and gets its own count back after."""
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.linalg  # noqa: F401  (SciPy's own OpenBLAS, loaded as a fit would)
+
+from fastprop import FastProp
+from fastprop._blas import blas_on_calling_thread, openblas_thread_counts
+from fastprop.baselines import SGC
+from fastprop.datasets import make_noisy_mixture
+
+COUNTS = openblas_thread_counts()
+needs_openblas = pytest.mark.skipif(not COUNTS, reason="no OpenBLAS with a known thread-count getter is loaded")
+
+
+@pytest.fixture
+def two_blas_threads():
+    """Every OpenBLAS at two threads for the test (one would not tell the setting from the default)."""
+    from fastprop._blas import _control, _loaded_openblas_paths
+
+    setters = [_control(path)[1] for path in _loaded_openblas_paths() if _control(path) is not None]
+    for setter in setters:
+        setter(2)
+    yield
+    for path, count in COUNTS.items():
+        _control(path)[1](count)
+
+
+def problem():
+    X, y = make_noisy_mixture(n_samples=300, n_classes=3, n_features=8, outlier_fraction=0.2, random_state=0)
+    labels = np.full(y.size, -1)
+    for label in range(3):
+        labels[np.flatnonzero(y == label)[:3]] = label
+    return X, labels
+
+
+@needs_openblas
+@pytest.mark.parametrize("estimator", [FastProp(n_neighbors=10, random_state=0), SGC(n_neighbors=10)],
+                         ids=["FastProp", "SGC"])
+def test_fit_runs_blas_on_one_thread_and_restores_the_count(two_blas_threads, estimator):
+    seen = []
+    X, labels = problem()
+    if isinstance(estimator, FastProp):
+        estimator.progress = lambda stage, done, total: seen.append(openblas_thread_counts())
+        estimator.fit(X, labels)
+    else:
+        original = estimator._scores
+
+        def scores(*args, **kwargs):
+            seen.append(openblas_thread_counts())
+            return original(*args, **kwargs)
+
+        estimator._scores = scores
+        estimator.fit(X, labels)
+    assert seen
+    for counts in seen:
+        assert set(counts.values()) == {1}
+    assert set(openblas_thread_counts().values()) == {2}
+
+
+@needs_openblas
+def test_overlapping_blocks_from_two_threads_give_the_count_back_once_both_end(two_blas_threads):
+    inside, release = threading.Event(), threading.Event()
+
+    def hold():
+        with blas_on_calling_thread():
+            inside.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    inside.wait(10)
+    with blas_on_calling_thread():
+        assert set(openblas_thread_counts().values()) == {1}
+    assert set(openblas_thread_counts().values()) == {1}  # the other block is still open
+    release.set()
+    other.join()
+    assert set(openblas_thread_counts().values()) == {2}
