@@ -12,8 +12,9 @@ import numpy as np
 from ._kernels.batch import process_patch_rows, process_whole_patches
 from ._kernels.fill import fill_patch_batch
 from ._kernels.heap import heap_pop_start, heap_push
-from ._kernels.patches import extract_patch, smooth_patch_rows
+from ._kernels.patches import extract_patch, smooth_one_patch, smooth_patch_rows
 from ._kernels.views import exclude_neighbourhood
+from .sharing import ThreadSharing
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,9 @@ class PatchWorkspace:
     The stamp arrays make each patch and each exclusion O(size of what they
     touch); buffers are allocated once per fit, never per patch. Patches of
     one batch are grown one after the other (each in its own slot) and must
-    not overlap; they are then smoothed in parallel.
+    not overlap; they are then smoothed, shared among the threads or on the
+    calling thread alone, as ``sharing`` (a
+    :class:`~fastprop.sharing.ThreadSharing`) finds faster.
     """
 
     def __init__(self, graph, settings, n_columns, n_slots=1, batch_columns=None):
@@ -54,6 +57,7 @@ class PatchWorkspace:
         :meth:`smooth`); a batch of ``n_slots`` patches with up to
         ``batch_columns`` (default ``n_columns``) each (:meth:`process_batch`).
         """
+        self.sharing = ThreadSharing(numba.get_num_threads())
         batch_columns = n_columns if batch_columns is None else batch_columns
         n_vertices = graph.shape[0]
         self.indptr = graph.indptr
@@ -154,47 +158,70 @@ class PatchWorkspace:
         Rows of ``frozen`` vertices are not computed (undefined).
         """
         first, second = self._buffers(1, values.shape[1])
-        smoothed, _ = smooth_patch_rows(
-            self.patches[0], size, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
-            self.row_begin[0], self.row_end[0], self.local_indices[0], self.local_weights[0], values,
-            self.settings.depth, first[0], second[0], frozen, self.unfrozen_rows,
-        )
+
+        def run(shared):
+            if shared:
+                return smooth_patch_rows(
+                    self.patches[0], size, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
+                    self.row_begin[0], self.row_end[0], self.local_indices[0], self.local_weights[0], values,
+                    self.settings.depth, first[0], second[0], frozen, self.unfrozen_rows,
+                )[0]
+            return smooth_one_patch(
+                self.patches[0], size, 1, self.indptr, self.indices, self.data, self.batch_slot, self.local_index,
+                self.row_begin[0], self.row_end[0], self.local_indices[0], self.local_weights[0], values,
+                self.settings.depth, first[0], second[0], frozen,
+            )
+
+        smoothed = self.sharing.timed(run, size)
         self.batch_slot[self.patches[0, :size]] = 0
         return smoothed[:size]
 
     def process_batch(self, n_patches, logits, bias, state, single_view_confidence, confident_threshold):
-        """Smooth the patches in slots ``0..n_patches-1`` and update their views, in parallel.
+        """Smooth the patches in slots ``0..n_patches-1`` and update their views.
 
-        Whole patches go to the threads as long as each thread gets one
+        Shared among the threads (when :attr:`sharing` finds it faster),
+        whole patches go to the threads as long as each thread gets one
         (:func:`~fastprop._kernels.batch.process_whole_patches`); the patches
         left over, fewer than the threads, are shared among them row by row,
         one after the other (:func:`~fastprop._kernels.batch.process_patch_rows`).
-        Either way gives the same result, whatever the thread count.
+        Otherwise the calling thread processes every patch whole, with no
+        parallel launch. Every way gives the same result, whatever the
+        thread count.
 
         Returns ``(newly_confident, n_newly_confident)``: per slot, the
         vertices that joined the confident set.
         """
         first, second = self._buffers(n_patches, logits.shape[1])
-        n_whole = n_patches - n_patches % numba.get_num_threads()
-        if n_whole:  # an empty launch would still cost ~20 us a batch
-            # Whole patches differ in size and a batch holds a handful: threads take them one at a
-            # time, not in equal contiguous shares (at 1M vertices: patch loop 0.93x the time).
-            with numba.parallel_chunksize(1):
-                process_whole_patches(
-                    n_whole, self.patches, self.sizes, self.indptr, self.indices, self.data, self.batch_slot,
-                    self.local_index, self.row_begin, self.row_end, self.local_indices, self.local_weights, logits,
-                    bias, self.settings.depth, first, second, state.frozen, state.probability_sum, state.view_count,
-                    state.confidence, single_view_confidence, confident_threshold, self.newly_confident,
-                    self.n_newly_confident,
-                )
-        for slot in range(n_whole, n_patches):
-            self.n_newly_confident[slot] = process_patch_rows(
-                self.patches[slot], self.sizes[slot], self.indptr, self.indices, self.data, self.batch_slot,
-                self.local_index, self.row_begin[slot], self.row_end[slot], self.local_indices[slot],
-                self.local_weights[slot], logits, bias, self.settings.depth, first[slot], second[slot],
-                state.frozen, state.probability_sum, state.view_count, state.confidence, single_view_confidence,
-                confident_threshold, self.joined, self.unfrozen_rows, self.newly_confident[slot],
+        shared_state = (state.frozen, state.probability_sum, state.view_count, state.confidence,
+                        single_view_confidence, confident_threshold)
+
+        def whole(n_whole, in_parallel):
+            process_whole_patches(
+                n_whole, in_parallel, self.patches, self.sizes, self.indptr, self.indices, self.data,
+                self.batch_slot, self.local_index, self.row_begin, self.row_end, self.local_indices,
+                self.local_weights, logits, bias, self.settings.depth, first, second, *shared_state,
+                self.newly_confident, self.n_newly_confident,
             )
+
+        def run(shared):
+            if not shared:
+                whole(n_patches, False)
+                return
+            n_whole = n_patches - n_patches % numba.get_num_threads()
+            if n_whole:  # an empty launch would still cost ~20 us a batch
+                # Whole patches differ in size and a batch holds a handful: threads take them one at a
+                # time, not in equal contiguous shares (at 1M vertices: patch loop 0.93x the time).
+                with numba.parallel_chunksize(1):
+                    whole(n_whole, True)
+            for slot in range(n_whole, n_patches):
+                self.n_newly_confident[slot] = process_patch_rows(
+                    self.patches[slot], self.sizes[slot], self.indptr, self.indices, self.data, self.batch_slot,
+                    self.local_index, self.row_begin[slot], self.row_end[slot], self.local_indices[slot],
+                    self.local_weights[slot], logits, bias, self.settings.depth, first[slot], second[slot],
+                    *shared_state, self.joined, self.unfrozen_rows, self.newly_confident[slot],
+                )
+
+        self.sharing.timed(run, int(self.sizes[:n_patches].sum()))
         return self.newly_confident, self.n_newly_confident
 
     def exclude(self, start, excluded):

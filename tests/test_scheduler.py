@@ -15,6 +15,7 @@ from fastprop.scheduler import (
     propagate,
     training_features,
 )
+from fastprop.sharing import ThreadSharing
 from reference import dense_patch_operator, slow_accumulate, slow_bfs_patch
 from threads import run_on_threads
 
@@ -80,11 +81,14 @@ def small_problem(seed, n=120, n_classes=3):
 
 
 @pytest.mark.parametrize("process_capped, batch_size", [(False, 1), (True, 1), (False, 4), (True, 3)])
-@pytest.mark.parametrize("min_gain, max_size, hops, depth", [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
-def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped, batch_size):
+@pytest.mark.parametrize("min_gain, max_size, hops, depth",
+                         [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
+@pytest.mark.parametrize("shared", [None, True, False], ids=["measured", "shared", "alone"])
+def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped, batch_size, shared):
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
     workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
+    workspace.sharing = ThreadSharing(numba.get_num_threads(), forced=shared)
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
@@ -98,11 +102,30 @@ def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, proce
     assert_allclose(state.confidence, confidence, atol=1e-12)
 
 
-def test_training_features_are_patch_sgc_rows_of_the_seeds():
+@pytest.mark.parametrize("shared", [True, False])
+def test_depth_zero_patches_match_slow_reference_one_at_a_time(shared):
+    """No smoothing step: the shared way then only updates the views."""
+    graph, seed_class, logits, bias, tie_rank = small_problem(seed=15)
+    settings = PatchSettings(min_gain=15.0, max_patch_size=40, exclusion_hops=1, depth=0)
+    workspace = PatchWorkspace(graph, settings, logits.shape[1])
+    workspace.sharing = ThreadSharing(2, forced=shared)
+    state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
+                      single_view_confidence=1e-3)
+    sums, counts, confidence, frozen, n_patches = slow_propagate(
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3)
+    assert state.n_patches == n_patches > 0
+    assert_array_equal(state.view_count, counts)
+    assert_array_equal(state.frozen, frozen)
+    assert_allclose(state.probability_sum, sums, atol=1e-9)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_training_features_are_patch_sgc_rows_of_the_seeds(shared):
     graph, seed_class, _, _, tie_rank = small_problem(seed=3)
     features = np.random.default_rng(4).normal(size=(graph.shape[0], 6))
     settings = PatchSettings(min_gain=20.0, max_patch_size=60, exclusion_hops=1, depth=2)
     workspace = PatchWorkspace(graph, settings, 6)
+    workspace.sharing = ThreadSharing(2, forced=shared)
     rows, labels, n_patches = training_features(workspace, features, seed_class, tie_rank)
     assert n_patches >= 1
     assert rows.shape == (labels.size, 6)
@@ -121,15 +144,19 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds():
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
 @pytest.mark.parametrize("batch_threads, single_threads", [(2, 1), (1, 2)])
-def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads, single_threads):
-    """Whole patches per thread, leftovers and lone patches by rows: the same arithmetic every way.
+@pytest.mark.parametrize("batch_shared", [True, False])
+def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads, single_threads, batch_shared):
+    """Whole patches per thread, leftovers and lone patches by rows, all on one thread: the same arithmetic.
 
-    With 2 threads a batch of 3 gives two patches a thread each and shares
-    the third by rows; with 1 thread all three run whole.
+    Shared among 2 threads, a batch of 3 gives two patches a thread each and
+    shares the third by rows; with 1 thread, or not shared, all three run
+    whole, one after the other; lone patches shared among 2 threads run by
+    rows.
     """
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=5, n=300)
     settings = PatchSettings(min_gain=12.0, max_patch_size=80, exclusion_hops=1, depth=2)
     batch = PatchWorkspace(graph, settings, logits.shape[1], n_slots=3)
+    batch.sharing = ThreadSharing(batch_threads, forced=batch_shared)
     initial_confidence = (seed_class >= 0).astype(np.float64)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(seed_class >= 0), initial_confidence)
@@ -145,6 +172,7 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads
         return state, joined
 
     single = PatchWorkspace(graph, settings, logits.shape[1])
+    single.sharing = ThreadSharing(single_threads, forced=not batch_shared)
 
     def one_by_one():
         state, joined = PropagationState.from_seeds(seed_class, logits.shape[1]), []

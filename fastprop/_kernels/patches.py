@@ -181,20 +181,69 @@ def smooth_one_patch(patch, size, slot_mark, indptr, indices, data, batch_slot, 
 
 
 @numba.njit(**PARALLEL_JIT_OPTIONS)
+def induced_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
+                       local_weights, values, first, frozen, unfrozen_rows):
+    """The rows of :func:`smooth_one_patch`'s ``S_P`` (``slot_mark`` 1) and ``values[P]`` in ``first``, rows shared.
+
+    The members are marked and the rows laid out from the degrees on the
+    calling thread (O(size)), then built among the threads in one parallel
+    loop. Each row writes only its own entries (``row_begin[r]:row_end[r]``)
+    and its own row of ``first``, with the same arithmetic as
+    :func:`smooth_one_patch`. The loop body indexes the arrays and never
+    slices them: inside a parallel loop each view would update its parent's
+    reference count, an atomic write that the threads would contend for at
+    every row. The rows of unfrozen vertices are listed in
+    ``unfrozen_rows`` (in patch order), so that the threads can share them
+    evenly wherever they sit in the patch. The members stay marked in
+    ``batch_slot`` on return.
+
+    Returns
+    -------
+    int
+        How many rows ``unfrozen_rows`` lists.
+    """
+    n_unfrozen = 0
+    begin = 0
+    for row in range(size):
+        vertex = patch[row]
+        batch_slot[vertex] = 1
+        if not frozen[vertex]:
+            unfrozen_rows[n_unfrozen] = row
+            n_unfrozen += 1
+        row_begin[row] = begin
+        begin += indptr[vertex + 1] - indptr[vertex] + 1  # the room the row needs
+    for row in numba.prange(size):
+        vertex = patch[row]
+        row_end[row] = induced_row(vertex, row, indptr, indices, data, batch_slot, 1, local_index, local_indices,
+                                   local_weights, row_begin[row])
+        for column in range(values.shape[1]):
+            first[row, column] = values[vertex, column]
+    return n_unfrozen
+
+
+@numba.njit(**PARALLEL_JIT_OPTIONS)
+def smooth_all_rows(size, row_begin, row_end, local_indices, local_weights, n_steps, first, second):
+    """``n_steps`` SGC steps on every row of a patch built by :func:`induced_patch_rows`, rows shared.
+
+    Starts from ``first``; returns the buffer that holds the result. One
+    parallel loop per step.
+    """
+    for _ in range(n_steps):
+        for row in numba.prange(size):
+            smooth_row(row, row_begin[row], row_end[row], local_indices, local_weights, first, second)
+        first, second = second, first
+    return first
+
+
+@numba.njit(**PARALLEL_JIT_OPTIONS)
 def smooth_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end, local_indices,
                       local_weights, values, depth, first, second, frozen, unfrozen_rows):
     """:func:`smooth_one_patch` (with ``slot_mark`` 1) with every step shared among the threads by rows.
 
-    Each row writes only its own entries (``row_begin[r]:row_end[r]``,
-    laid out from the degrees before the rows are built) and its own row of
-    the buffers, with the same arithmetic as :func:`smooth_one_patch`: the
-    result is the same, bit for bit, for every thread count. The loop bodies
-    index the arrays and never slice them: inside a parallel loop each view
-    would update its parent's reference count, an atomic write that the
-    threads would contend for at every row. The last step runs over the
-    rows of unfrozen vertices only, listed in ``unfrozen_rows`` (in patch
-    order), so the threads share them evenly wherever they sit in the
-    patch. The members stay marked in ``batch_slot`` on return.
+    :func:`induced_patch_rows`, then :func:`smooth_all_rows` but for the
+    last step, which runs over the rows of unfrozen vertices only. The
+    result is the same, bit for bit, for every thread count. The members
+    stay marked in ``batch_slot`` on return.
 
     Returns
     -------
@@ -203,28 +252,21 @@ def smooth_patch_rows(patch, size, indptr, indices, data, batch_slot, local_inde
     n_unfrozen : int
         How many rows ``unfrozen_rows`` lists.
     """
-    for row in numba.prange(size):
-        vertex = patch[row]
-        batch_slot[vertex] = 1
-        row_end[row] = indptr[vertex + 1] - indptr[vertex] + 1  # the room the row needs
-    n_unfrozen = 0
-    begin = 0
-    for row in range(size):
-        if not frozen[patch[row]]:
-            unfrozen_rows[n_unfrozen] = row
-            n_unfrozen += 1
-        row_begin[row] = begin
-        begin += row_end[row]
-    for row in numba.prange(size):
-        vertex = patch[row]
-        row_end[row] = induced_row(vertex, row, indptr, indices, data, batch_slot, 1, local_index, local_indices,
-                                   local_weights, row_begin[row])
-        for column in range(values.shape[1]):
-            first[row, column] = values[vertex, column]
-    for step in range(depth):
-        last = step == depth - 1
-        for listed in numba.prange(n_unfrozen if last else size):
-            row = unfrozen_rows[listed] if last else listed
-            smooth_row(row, row_begin[row], row_end[row], local_indices, local_weights, first, second)
-        first, second = second, first
-    return first, n_unfrozen
+    n_unfrozen = induced_patch_rows(patch, size, indptr, indices, data, batch_slot, local_index, row_begin, row_end,
+                                    local_indices, local_weights, values, first, frozen, unfrozen_rows)
+    if depth == 0:
+        return first, n_unfrozen
+    smoothed, other = last_step_buffers(depth, first, second)
+    smooth_all_rows(size, row_begin, row_end, local_indices, local_weights, depth - 1, first, second)
+    for listed in numba.prange(n_unfrozen):
+        row = unfrozen_rows[listed]
+        smooth_row(row, row_begin[row], row_end[row], local_indices, local_weights, other, smoothed)
+    return smoothed, n_unfrozen
+
+
+@numba.njit(**JIT_OPTIONS)
+def last_step_buffers(depth, first, second):
+    """Of the two buffers of a ``depth``-step smoothing from ``first``: the one the last step writes, the other."""
+    if depth % 2 == 1:
+        return second, first
+    return first, second

@@ -1,0 +1,99 @@
+"""Whether the threads share a batch of patches, or the calling thread does it alone: chosen by measurement.
+
+A batch of patches is a few milliseconds of work. Shared among the threads
+it takes ``depth + 1`` parallel launches (one for a batch of whole
+patches), each ending in a barrier. On a quiet machine that pays (two
+threads: the patch loop 1.6-1.8x faster on Banking77 and a 50k mixture);
+on a machine whose cores other processes keep busy, each barrier waits for
+a thread the kernel has descheduled, and the same loop ran 4-8x *slower*
+than on one thread (bench/RESULTS.md, issue #17). No fixed rule tells the
+two apart in advance, so :class:`ThreadSharing` times both: it starts
+shared, tries the calling thread alone on the second batch, then keeps
+whichever costs less per patch vertex, trying the other again now and then
+in case the load changes: 2 batches after a switch (a try that won by luck
+is undone at once), then twice as long after every try it loses, and
+never so often that the tries cost more than ``TRY_OVERHEAD`` of the time
+(a way 14x slower, as sharing was under load, is tried again only after
+130 batches), at most ``LONGEST_INTERVAL`` apart. Both ways compute every row with the same
+arithmetic, so the choice changes the time and never the result.
+"""
+
+import math
+import time
+
+#: Batches between two tries of the way not taken: after a switch, and at most.
+FIRST_INTERVAL = 2
+LONGEST_INTERVAL = 256
+#: The share of the time the tries of the slower way may cost, at most (after the first ones).
+TRY_OVERHEAD = 0.1
+#: Weight of the newest batch in the running cost of the way taken.
+NEWEST_WEIGHT = 0.25
+
+
+class ThreadSharing:
+    """Chooses, batch by batch, whether the threads share the work; learns from the time each batch took.
+
+    Parameters
+    ----------
+    n_threads : int
+        Numba threads available. With one, the work is never shared.
+    forced : bool or None, default=None
+        Always share (True) or never (False) instead of measuring; for tests
+        and benches.
+
+    Attributes
+    ----------
+    n_shared, n_alone : int
+        Batches run each way so far.
+    """
+
+    def __init__(self, n_threads, forced=None):
+        if n_threads < 2:
+            forced = False
+        self.forced = forced
+        self.n_shared = 0
+        self.n_alone = 0
+        self._cost = {True: None, False: None}  # seconds per unit of work, running mean
+        self._current = True
+        self._interval = FIRST_INTERVAL
+        self._until_try = 1  # the second batch tries the calling thread alone
+
+    def share(self):
+        """Whether the next batch is shared among the threads."""
+        if self.forced is not None:
+            return self.forced
+        if self._until_try == 0:
+            return not self._current
+        return self._current
+
+    def record(self, shared, seconds, work):
+        """The batch just run took ``seconds`` for ``work`` (its patch vertices), shared or not."""
+        if shared:
+            self.n_shared += 1
+        else:
+            self.n_alone += 1
+        if self.forced is not None:
+            return
+        cost = seconds / max(work, 1)
+        if shared == self._current:
+            previous = self._cost[shared]
+            self._cost[shared] = cost if previous is None else NEWEST_WEIGHT * cost + (1 - NEWEST_WEIGHT) * previous
+            self._until_try -= 1
+            return
+        # A try of the other way: it replaces that way's cost, and wins or waits longer for the next try.
+        self._cost[shared] = cost
+        if self._cost[self._current] is None or cost < self._cost[self._current]:
+            self._current = shared
+            self._interval = FIRST_INTERVAL
+        else:
+            spacing = math.ceil((cost / self._cost[self._current] - 1) / TRY_OVERHEAD)
+            self._interval = min(max(2 * self._interval, spacing), LONGEST_INTERVAL)
+        self._until_try = self._interval
+
+    def timed(self, run, work):
+        """Run ``run(shared)`` the way :meth:`share` chooses, record its time, return its result."""
+        shared = self.share()
+        clock = time.perf_counter()
+        result = run(shared)
+        self.record(shared, time.perf_counter() - clock, work)
+        return result
