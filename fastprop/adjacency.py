@@ -6,16 +6,22 @@ copy of the graph) and ``normalised_adjacency`` (the symmetric
 that every method normalises the same graph the same way.
 """
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.csr import scale_rows
 from ._kernels.walk import inverse_closed_degree, walk_rows
+from .sharing import ThreadSharingBySize
 
 #: The empty ``position`` array: every vertex reads its own row of the values.
 _IDENTITY = np.empty(0, dtype=np.int64)
 #: The empty ``value_scale`` array: values are read as they are.
 _UNSCALED = np.empty(0, dtype=np.float64)
+#: Whether a walk step's rows are shared among the threads, learnt for each size of step
+#: from every step this process runs (a fit takes a few dozen; SGC two): see
+#: :mod:`fastprop.sharing`. Its choice changes the time of a step, never its result.
+STEP_SHARING = ThreadSharingBySize(n_threads=2)
 
 
 def normalised_adjacency(graph, *, self_loops, dtype):
@@ -148,10 +154,21 @@ class RandomWalk:
         return smoothed
 
     def _step(self, values, rows, position=_IDENTITY, scale=_UNSCALED):
-        """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``)."""
+        """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``).
+
+        Shared among the threads or not as :data:`STEP_SHARING` finds faster
+        (with one Numba thread, never, and nothing is learnt).
+        """
         out = np.empty((rows.size, values.shape[1]))
-        walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
-                  values, scale, position, rows, out)
+
+        def run(shared):
+            walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
+                      values, scale, position, rows, out, shared)
+
+        if numba.get_num_threads() > 1:
+            STEP_SHARING.timed(run, rows.size * values.shape[1])
+        else:
+            run(False)
         return out
 
 

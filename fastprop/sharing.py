@@ -8,13 +8,13 @@ on a machine whose cores other processes keep busy, each barrier waits for
 a thread the kernel has descheduled, and the same loop ran 4-8x *slower*
 than on one thread (bench/RESULTS.md, issue #17). No fixed rule tells the
 two apart in advance, so :class:`ThreadSharing` times both: it starts
-shared, tries the calling thread alone on the second batch, then keeps
+on the calling thread alone, tries sharing on the second batch, then keeps
 whichever costs less per patch vertex, trying the other again now and then
 in case the load changes: 2 batches after a switch (a try that won by luck
 is undone at once), then twice as long after every try it loses, and
 never so often that the tries cost more than ``TRY_OVERHEAD`` of the time
 (a way 14x slower, as sharing was under load, is tried again only after
-130 batches), at most ``LONGEST_INTERVAL`` apart. Both ways compute every row with the same
+433 batches), at most ``LONGEST_INTERVAL`` apart. Both ways compute every row with the same
 arithmetic, so the choice changes the time and never the result.
 """
 
@@ -23,9 +23,9 @@ import time
 
 #: Batches between two tries of the way not taken: after a switch, and at most.
 FIRST_INTERVAL = 2
-LONGEST_INTERVAL = 256
+LONGEST_INTERVAL = 512
 #: The share of the time the tries of the slower way may cost, at most (after the first ones).
-TRY_OVERHEAD = 0.1
+TRY_OVERHEAD = 0.03
 #: Weight of the newest batch in the running cost of the way taken.
 NEWEST_WEIGHT = 0.25
 
@@ -54,9 +54,9 @@ class ThreadSharing:
         self.n_shared = 0
         self.n_alone = 0
         self._cost = {True: None, False: None}  # seconds per unit of work, running mean
-        self._current = True
+        self._current = False
         self._interval = FIRST_INTERVAL
-        self._until_try = 1  # the second batch tries the calling thread alone
+        self._until_try = 1  # the second batch tries sharing
 
     def share(self):
         """Whether the next batch is shared among the threads."""
@@ -97,3 +97,23 @@ class ThreadSharing:
         result = run(shared)
         self.record(shared, time.perf_counter() - clock, work)
         return result
+
+
+class ThreadSharingBySize:
+    """A :class:`ThreadSharing` for each size of work, sizes within a factor of 4 together.
+
+    A parallel launch costs about the same whatever the work, so whether
+    sharing pays depends on the size: a walk step over a few hundred seed
+    rows and one over the whole graph are measured apart.
+    """
+
+    def __init__(self, n_threads):
+        self.n_threads = n_threads
+        self.by_size = {}
+
+    def timed(self, run, work):
+        """:meth:`ThreadSharing.timed` with the chooser of ``work``'s size."""
+        size = max(int(work), 1).bit_length() // 2
+        if size not in self.by_size:
+            self.by_size[size] = ThreadSharing(self.n_threads)
+        return self.by_size[size].timed(run, work)

@@ -6,7 +6,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from reference import dense_random_walk
 
+from fastprop import adjacency
 from fastprop.adjacency import RandomWalk
+from fastprop.sharing import ThreadSharing
 
 
 def sparse_symmetric(n_samples, seed, keep=0.1):
@@ -19,10 +21,27 @@ def sparse_symmetric(n_samples, seed, keep=0.1):
     return dense
 
 
+class ForcedSteps:
+    """Stands in for ``adjacency.STEP_SHARING``: every walk step one way, counted."""
+
+    def __init__(self, shared):
+        self.sharing = ThreadSharing(2, forced=shared)
+
+    def timed(self, run, work):
+        return self.sharing.timed(run, work)
+
+
+@pytest.fixture(params=[True, False], ids=["steps shared", "steps alone"])
+def steps_shared(request, monkeypatch):
+    """Every walk step shared among the threads, or run on the calling thread alone."""
+    monkeypatch.setattr(adjacency, "STEP_SHARING", ForcedSteps(request.param))
+    return request.param
+
+
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("value_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("depth", [0, 1, 2, 3])
-def test_smooth_matches_dense_powers(index_dtype, value_dtype, depth):
+def test_smooth_matches_dense_powers(index_dtype, value_dtype, depth, steps_shared):
     dense = sparse_symmetric(40, seed=14)
     graph = sp.csr_matrix(dense)
     graph.indptr, graph.indices = graph.indptr.astype(index_dtype), graph.indices.astype(index_dtype)
@@ -76,6 +95,18 @@ def test_walk_rows_sum_to_one_and_graph_is_untouched():
     assert_allclose(walk.smooth(np.ones((30, 2)), None, 2), 1.0)
     assert_array_equal(graph.data, before.data)
     assert_allclose(walk.inverse_degree, 1.0 / (1.0 + np.asarray(before.sum(axis=1)).ravel()), rtol=1e-6)
+
+
+def test_shared_and_alone_steps_agree_bit_for_bit(monkeypatch):
+    graph = sp.csr_matrix(sparse_symmetric(60, seed=3))
+    values = np.random.default_rng(4).normal(size=(60, 5))
+    results = []
+    for shared in (True, False):
+        steps = ForcedSteps(shared)
+        monkeypatch.setattr(adjacency, "STEP_SHARING", steps)
+        results.append(RandomWalk(graph).smooth(values, None, 3))
+        assert (steps.sharing.n_shared, steps.sharing.n_alone) == ((3, 0) if shared else (0, 3))
+    assert_array_equal(results[0], results[1])
 
 
 def test_smooth_of_no_rows_is_empty():

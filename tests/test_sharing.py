@@ -1,5 +1,7 @@
 """ThreadSharing: the way that measures faster is taken, the other tried again at the promised spacing."""
 
+import math
+
 import pytest
 
 from fastprop.sharing import FIRST_INTERVAL, LONGEST_INTERVAL, TRY_OVERHEAD, ThreadSharing
@@ -31,12 +33,14 @@ def test_forced_way_is_always_taken(forced):
 
 
 def test_quiet_machine_keeps_sharing_and_tries_alone_ever_more_rarely():
-    choices = run(ThreadSharing(2), lambda shared, batch: 0.6 if shared else 1.0, 1000)
-    assert choices[0] and not choices[1]  # the second batch tries the calling thread alone
-    alone = tries(choices, usual=True)
+    choices = run(ThreadSharing(2), lambda shared, batch: 0.6 if shared else 1.0, 3000)
+    assert not choices[0] and choices[1]  # alone first; the second batch tries sharing, which wins
+    alone = tries(choices, usual=True)[1:]
+    assert alone[0] == 1 + FIRST_INTERVAL + 1  # a try soon after the switch
     waits = [later - earlier - 1 for earlier, later in zip(alone, alone[1:])]  # shared batches between tries
-    # every loss at least doubles the wait (a try costs 0.4/0.6 of a batch more: 7 batches at least)
-    assert waits[0] == 7 and all(b >= min(2 * a, LONGEST_INTERVAL) for a, b in zip(waits, waits[1:]))
+    # every loss at least doubles the wait, and a try costs 0.4/0.6 of a batch more: 23 batches apart at least
+    assert waits[0] == int(-(-(1.0 / 0.6 - 1) // TRY_OVERHEAD))
+    assert all(b >= min(2 * a, LONGEST_INTERVAL) for a, b in zip(waits, waits[1:]))
     assert max(waits) == LONGEST_INTERVAL
 
 
@@ -44,25 +48,27 @@ def test_busy_machine_stops_sharing_and_tries_spend_at_most_the_overhead():
     slow = 14.0  # shared 14x the cost of alone, as measured under load
     choices = run(ThreadSharing(2), lambda shared, batch: slow if shared else 1.0, 2000)
     shared_batches = tries(choices, usual=False)
-    # the first batch shares; alone wins the try of the second, and shared is tried again after FIRST_INTERVAL
-    assert shared_batches[:2] == [0, 1 + FIRST_INTERVAL + 1]
-    assert shared_batches[2] - shared_batches[1] - 1 == int(-(-(slow - 1) // TRY_OVERHEAD))
-    after_start = len(shared_batches) - 2
-    extra = after_start * (slow - 1)
-    assert extra <= TRY_OVERHEAD * 2000 * 1.0 + slow  # the tries' extra time, in batches of the cheap way
+    # alone first; the try of the second batch loses, and the next comes once it costs TRY_OVERHEAD at most
+    assert shared_batches[0] == 1
+    assert shared_batches[1] - shared_batches[0] - 1 == min(int(-(-(slow - 1) // TRY_OVERHEAD)), LONGEST_INTERVAL)
+    extra = len(shared_batches) * (slow - 1)  # the tries' extra time, in batches of the cheap way
+    assert extra <= TRY_OVERHEAD * 2000 + slow
 
 
 def test_a_change_of_load_is_followed_and_a_lucky_try_undone_at_once():
-    def cost(shared, batch):
-        if batch == 300:  # one lucky shared batch while the machine is busy
-            return 0.5 if shared else 1.0
-        busy = batch < 600
-        return (14.0 if shared else 1.0) if busy else (0.6 if shared else 1.0)
+    slow = 14.0
+    lucky = 1 + math.ceil((slow - 1) / TRY_OVERHEAD) + 1  # the second try of sharing on a busy machine
 
-    sharing = ThreadSharing(2)
-    choices = run(sharing, cost, 1500)
-    if choices[300]:  # the lucky try fell on batch 300: undone within FIRST_INTERVAL batches
-        assert not any(choices[301 + FIRST_INTERVAL + 1: 600])
-    assert sum(choices[:600]) < 20
-    # back to quiet: sharing again within one longest interval, and mostly from then on
-    assert sum(choices[600 + LONGEST_INTERVAL + 1:]) >= 0.95 * (900 - LONGEST_INTERVAL - 1)
+    def cost(shared, batch):
+        if batch == lucky:  # sharing happens to win once while the machine is busy
+            return 0.5 if shared else 1.0
+        busy = batch < 1500
+        return (slow if shared else 1.0) if busy else (0.6 if shared else 1.0)
+
+    choices = run(ThreadSharing(2), cost, 3000)
+    assert tries(choices, usual=False)[:2] == [1, lucky]
+    assert choices[lucky + 1: lucky + 1 + FIRST_INTERVAL] == [True] * FIRST_INTERVAL  # it switched...
+    assert not choices[lucky + 1 + FIRST_INTERVAL]  # ...and the next try of alone switches back
+    assert sum(choices[:1500]) <= 2 + FIRST_INTERVAL + 3
+    # back to quiet: sharing again within one longest interval, and from then on but for the tries
+    assert sum(choices[1500 + LONGEST_INTERVAL + 1:]) >= 0.98 * (1500 - LONGEST_INTERVAL - 1)
