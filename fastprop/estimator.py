@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._concurrency import serialised
+from ._params import EstimatorParams
 from ._validation import (
     check_bool,
     check_choice,
@@ -53,7 +54,7 @@ class _FitContext:
     workspace: PatchWorkspace
 
 
-class FastProp:
+class FastProp(EstimatorParams):
     """Propagate a few labels over a kNN affinity graph and reject outliers.
 
     The method of Yang et al., *Learn to Propagate Reliably on Noisy Affinity
@@ -179,6 +180,8 @@ class FastProp:
 
     Attributes
     ----------
+    n_features_in_ : int
+        Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
         The distinct labels of ``y`` other than -1.
     transduction_ : ndarray of shape (n_samples,)
@@ -427,6 +430,7 @@ class FastProp:
         transduction[labeled] = classes[seed_class[labeled]]
         if threshold > 0:
             transduction[(final < threshold) & ~labeled] = -1
+        self.n_features_in_ = features.shape[1]
         self.classes_ = classes
         self.label_distributions_ = distributions
         self.confidence_ = final

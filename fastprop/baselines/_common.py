@@ -7,7 +7,6 @@ none is given), asks the subclass for class scores and turns them into the publi
 ``*_`` attributes the same way for all of them.
 """
 
-import inspect
 import warnings
 from typing import NamedTuple
 
@@ -15,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._concurrency import serialised
+from .._params import EstimatorParams
 from .._validation import check_features, check_graph, check_integer, check_labels
 from ..graph import build_knn_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
@@ -222,7 +222,7 @@ def to_distributions(scores, problem):
     return distributions
 
 
-class GraphBaseline:
+class GraphBaseline(EstimatorParams):
     """Common ``fit`` of the baselines; subclasses implement ``_check_params`` and ``_scores``.
 
     ``_check_params()`` returns the validated hyperparameters as a dict (it never
@@ -252,13 +252,10 @@ class GraphBaseline:
         params = self._check_params()
         problem = prepare_fit(X, y, graph, self.n_neighbors)
         distributions = to_distributions(self._scores(problem, **params), problem)
+        self.n_features_in_ = problem.features.shape[1]
         self.classes_ = problem.classes
         self.label_distributions_ = distributions
         self.confidence_ = distributions.max(axis=1)
         self.transduction_ = problem.classes[distributions.argmax(axis=1)]
         return self
 
-    def __repr__(self):
-        names = list(inspect.signature(type(self).__init__).parameters)[1:]
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__name__}({shown})"

@@ -84,6 +84,8 @@ class CorrectAndSmooth(GraphBaseline):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
     label_distributions_ : ndarray of shape (n_samples, n_classes)
         Rows sum to 1; seeds get their one-hot row. An isolated vertex keeps its

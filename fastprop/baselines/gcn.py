@@ -176,6 +176,8 @@ class GCN(GraphBaseline):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
     label_distributions_ : ndarray of shape (n_samples, n_classes)
         Softmax outputs; seeds get their one-hot row. An isolated vertex,

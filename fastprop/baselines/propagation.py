@@ -113,6 +113,8 @@ class LabelPropagation(GraphBaseline):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
         Sorted distinct seed labels.
     label_distributions_ : ndarray of shape (n_samples, n_classes)

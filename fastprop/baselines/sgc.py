@@ -42,6 +42,8 @@ class SGC(GraphBaseline):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
     label_distributions_ : ndarray of shape (n_samples, n_classes)
         Predicted probabilities; seeds get their one-hot row. An isolated
