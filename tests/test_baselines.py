@@ -364,13 +364,13 @@ def test_inputs_and_parameters_unchanged(name, toy):
     X, _, graph, y = toy
     X_before, y_before, graph_before = X.copy(), y.copy(), graph.copy()
     model = FACTORIES[name]()
-    params_before = repr(model)
+    params_before = model.get_params()
     model.fit(X, y, graph=graph)
     assert_array_equal(X, X_before)
     assert_array_equal(y, y_before)
     for attribute in ("data", "indices", "indptr"):
         assert_array_equal(getattr(graph, attribute), getattr(graph_before, attribute))
-    assert repr(model) == params_before
+    assert model.get_params() == params_before
 
 
 @ALL
