@@ -133,15 +133,26 @@ def _version(distribution, *alternatives):
     return None
 
 
+def _measured_root():
+    """The checkout whose fastprop this process imported (not always the bench's own: an editable
+    install elsewhere wins over a worktree unless ``PYTHONPATH`` names it)."""
+    module = sys.modules.get("fastprop")
+    if module is None or not getattr(module, "__file__", None):
+        return REPO_ROOT
+    return Path(module.__file__).resolve().parents[1]
+
+
 def _git_commit():
+    """The short commit (``+dirty`` when changed) of the fastprop being measured."""
+    root = _measured_root()
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True,
+            cwd=root, capture_output=True, text=True, timeout=10, check=True,
         )
         dirty = subprocess.run(
             ["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True,
+            cwd=root, capture_output=True, text=True, timeout=10, check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -82,11 +82,17 @@ class CompetingProcesses:
 
 
 def recorded_sharing():
-    """Wrap FastProp's ThreadSharing so that the last fit's counts can be read back."""
+    """Wrap FastProp's ThreadSharing so that the last fit's counts can be read back.
+
+    Code from before :mod:`fastprop.sharing` (to measure it with this bench)
+    has none: the shares are then left empty.
+    """
     import fastprop.scheduler as scheduler
 
     made = []
-    original = scheduler.ThreadSharing
+    original = getattr(scheduler, "ThreadSharing", None)
+    if original is None:
+        return made
 
     def make(*args, **kwargs):
         made.append(original(*args, **kwargs))
@@ -117,17 +123,18 @@ def measure(X, labels, graph, repeats, n_busy, default_threads, made):
                     SGC().fit(X, labels, graph=graph)
                     sgc_seconds = time.perf_counter() - clock
                     numba.set_num_threads(default_threads)
-                    sharing = made[-1]
                     entry = seconds.setdefault((condition, threads), {"fit": [], "sgc": [], "shared": []})
                     entry["fit"].append(fit_seconds)
                     entry["sgc"].append(sgc_seconds)
-                    entry["shared"].append(sharing.n_shared / max(sharing.n_shared + sharing.n_alone, 1))
+                    if made:
+                        sharing = made[-1]
+                        entry["shared"].append(sharing.n_shared / max(sharing.n_shared + sharing.n_alone, 1))
                     outcome = (model.transduction_, model.confidence_, model.label_distributions_)
                     if reference is None:
                         reference = outcome
                     elif not all(np.array_equal(a, b) for a, b in zip(reference, outcome)):
                         raise SystemExit(f"{condition}, {threads} thread(s): the result differs from the first fit")
-    return {key: {name: statistics.median(values) for name, values in entry.items()}
+    return {key: {name: statistics.median(values) if values else None for name, values in entry.items()}
             for key, entry in seconds.items()}
 
 
@@ -178,8 +185,8 @@ def main():
             "sgc_busy_s": busy["sgc"],
             "over_sgc_quiet": quiet["fit"] / quiet["sgc"],
             "over_sgc_busy": busy["fit"] / busy["sgc"],
-            "shared_quiet": 100 * quiet["shared"],
-            "shared_busy": 100 * busy["shared"],
+            "shared_quiet": None if quiet["shared"] is None else 100 * quiet["shared"],
+            "shared_busy": None if busy["shared"] is None else 100 * busy["shared"],
         }
         rows.append(row)
         log(" ".join(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}"
