@@ -6,6 +6,12 @@ itself, where a Ctrl-C during start-up is one line instead of a traceback.
 """
 
 import importlib
+from importlib import metadata
+
+try:
+    __version__ = metadata.version("fastprop-graph")
+except metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "unknown"
 
 #: Where each public name lives.
 _MODULES = {
