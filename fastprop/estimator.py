@@ -22,7 +22,7 @@ from ._validation import (
 )
 from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
-from .graph import build_knn_graph
+from .graph import fit_graph
 from .linear import fit_softmax_regression, softmax_proba
 from .novelty import provisional_class_confidence
 from .rows import inverse_norms, unit_rows
@@ -515,14 +515,10 @@ class FastProp(EstimatorParams):
 
     def _build_graph(self, features, rng):
         """The kNN graph, with K clamped to n_samples - 1 on tiny inputs."""
-        n_samples = features.shape[0]
-        if n_samples == 1:
-            return check_graph(np.zeros((1, 1), dtype=np.float32))
-        n_neighbors = min(self.n_neighbors, n_samples - 1)
         # With a random_state the result must be reproducible, so hnswlib builds on one
         # thread; without one, on all cores (see knn_search's n_jobs).
         n_jobs = None if self.random_state is not None else -1
-        return build_knn_graph(features, n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
+        return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
 
     def _distributions(self, state, walk, logits, intercept, labeled):
         """Mean of views where there are any, the global predictor elsewhere.

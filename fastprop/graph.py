@@ -296,6 +296,19 @@ def build_knn_graph(X, n_neighbors=30, *, method="auto", **search_options):
     return knn_graph_from_lists(indices, similarities)
 
 
+def fit_graph(features, n_neighbors, **options):
+    """The graph a ``fit`` builds when given none: :func:`build_knn_graph` with K clamped to ``n_samples - 1``.
+
+    A tiny input (fewer samples than ``n_neighbors + 1``) thus gets every
+    other sample as a neighbour instead of an error, and a single sample a
+    1 x 1 graph without edges. ``options`` go to :func:`build_knn_graph`.
+    """
+    n_samples = features.shape[0]
+    if n_samples == 1:
+        return sp.csr_matrix((1, 1), dtype=np.float32)
+    return build_knn_graph(features, min(n_neighbors, n_samples - 1), **options)
+
+
 def save_graph(path, graph):
     """Save an affinity graph to ``path`` as ``.npz`` (CSR arrays, no pickle).
 

@@ -13,6 +13,7 @@ from fastprop.baselines import (
     LabelPropagation,
     LabelSpreading,
 )
+from fastprop import build_knn_graph
 from fastprop.adjacency import normalised_adjacency
 from fastprop.baselines._common import Problem, prepare_fit
 from fastprop.baselines.correct_smooth import _correct, _smooth
@@ -464,8 +465,6 @@ def test_bad_data(name, toy):
         model.fit(X, y, graph=graph[:-1, :-1])
     with pytest.raises(ValueError, match="negative edge weight"):
         model.fit(X, y, graph=-graph)
-    with pytest.raises(ValueError, match="n_neighbors=120 must be smaller"):
-        FACTORIES[name](n_neighbors=120).fit(X, y)
     with pytest.raises(ValueError, match="n_neighbors=0 is out of range"):
         FACTORIES[name](n_neighbors=0).fit(X, y, graph=graph)
 
@@ -506,3 +505,16 @@ def test_bad_parameters(factory, match, toy):
 
 def test_repr_shows_the_changed_parameters():
     assert repr(LabelSpreading(alpha=0.5, tol=1e-8)) == "LabelSpreading(alpha=0.5, tol=1e-08)"
+
+
+@ALL
+def test_tiny_inputs_clamp_n_neighbors_as_fastprop_does(name):
+    """Fewer samples than n_neighbors + 1: every other sample is a neighbour, not an error."""
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    y = np.full(10, -1)
+    y[[0, 5]] = [0, 1]
+    clamped = FACTORIES[name]().fit(X, y)  # n_neighbors=30 on 10 samples
+    explicit = FACTORIES[name]().fit(X, y, graph=build_knn_graph(X, 9))
+    assert_array_equal(clamped.label_distributions_, explicit.label_distributions_)
+    single = FACTORIES[name]().fit(X[:1], np.array([7]))
+    assert single.transduction_.tolist() == [7]

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .._concurrency import serialised
 from .._params import EstimatorParams
 from .._validation import check_features, check_graph, check_integer, check_labels
-from ..graph import build_knn_graph
+from ..graph import fit_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
 
 #: Upper bound of every iteration count (``max_iter``, ``n_propagation``,
@@ -78,14 +78,15 @@ def prepare_fit(X, y, graph, n_neighbors):
     """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
 
     All-zero rows of ``X`` are rejected only when the graph has to be built
-    from cosine similarities.
+    from cosine similarities; it is built as FastProp builds its own, with
+    ``n_neighbors`` clamped to ``n_samples - 1`` on tiny inputs.
     """
     check_integer("n_neighbors", n_neighbors, low=1)
     features = check_features(X, cosine=graph is None)
     n_samples = features.shape[0]
     classes, encoded = check_labels(y, n_samples)
     if graph is None:
-        graph = build_knn_graph(features, n_neighbors)
+        graph = fit_graph(features, n_neighbors)
     graph = check_graph(graph, n_samples)
     seeds = np.flatnonzero(encoded >= 0)
     targets = np.zeros((n_samples, classes.size))
@@ -243,7 +244,7 @@ class GraphBaseline(EstimatorParams):
             Class labels, ``-1`` for unlabeled samples. Labels need not be contiguous.
         graph : sparse matrix of shape (n_samples, n_samples), optional
             Precomputed symmetric non-negative affinities; by default
-            ``build_knn_graph(X, n_neighbors)``.
+            ``build_knn_graph(X, min(n_neighbors, n_samples - 1))``, as FastProp builds its own.
 
         Returns
         -------
