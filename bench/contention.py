@@ -81,28 +81,22 @@ class CompetingProcesses:
             process.wait()
 
 
-def recorded_sharing():
-    """Wrap FastProp's ThreadSharing so that the last fit's counts can be read back.
+def batch_counts():
+    """Patch batches FastProp has run shared and alone in this process so far, or None.
 
     Code from before :mod:`fastprop.sharing` (to measure it with this bench)
-    has none: the shares are then left empty.
+    has no such counts: the shares are then left empty.
     """
     import fastprop.scheduler as scheduler
 
-    made = []
-    original = getattr(scheduler, "ThreadSharing", None)
-    if original is None:
-        return made
-
-    def make(*args, **kwargs):
-        made.append(original(*args, **kwargs))
-        return made[-1]
-
-    scheduler.ThreadSharing = make
-    return made
+    sharing = getattr(scheduler, "BATCH_SHARING", None)
+    if sharing is None:
+        return None
+    choosers = list(sharing.by_size.values())
+    return sum(c.n_shared for c in choosers), sum(c.n_alone for c in choosers)
 
 
-def measure(X, labels, graph, repeats, n_busy, default_threads, made):
+def measure(X, labels, graph, repeats, n_busy, default_threads):
     """Median fit and SGC seconds per (condition, threads); checks every fit gives the same result."""
     import numba
 
@@ -116,9 +110,11 @@ def measure(X, labels, graph, repeats, n_busy, default_threads, made):
             for _ in range(repeats):
                 for threads in (default_threads, 1):
                     numba.set_num_threads(threads)
+                    before = batch_counts()
                     clock = time.perf_counter()
                     model = FastProp(random_state=0).fit(X, labels, graph=graph)
                     fit_seconds = time.perf_counter() - clock
+                    after = batch_counts()
                     clock = time.perf_counter()
                     SGC().fit(X, labels, graph=graph)
                     sgc_seconds = time.perf_counter() - clock
@@ -126,9 +122,9 @@ def measure(X, labels, graph, repeats, n_busy, default_threads, made):
                     entry = seconds.setdefault((condition, threads), {"fit": [], "sgc": [], "shared": []})
                     entry["fit"].append(fit_seconds)
                     entry["sgc"].append(sgc_seconds)
-                    if made:
-                        sharing = made[-1]
-                        entry["shared"].append(sharing.n_shared / max(sharing.n_shared + sharing.n_alone, 1))
+                    if after is not None:
+                        shared, alone = after[0] - before[0], after[1] - before[1]
+                        entry["shared"].append(shared / max(shared + alone, 1))
                     outcome = (model.transduction_, model.confidence_, model.label_distributions_)
                     if reference is None:
                         reference = outcome
@@ -154,7 +150,6 @@ def main():
     from fastprop import FastProp, build_knn_graph
 
     default_threads = numba.get_num_threads()
-    made = recorded_sharing()
     X, labels = synthetic(2000)
     FastProp(random_state=0).fit(X, labels)  # Numba warm-up, not timed
     problems = [(f"synthetic {n:,}", lambda n=n: synthetic(n)) for n in args.sizes]
@@ -168,7 +163,7 @@ def main():
         X, labels = data
         graph = build_knn_graph(X, 30, random_state=0, n_jobs=-1)
         log(f"{name}: {X.shape[0]:,} x {X.shape[1]}, {int((labels >= 0).sum())} seeds")
-        medians = measure(X, labels, graph, args.repeats, args.busy, default_threads, made)
+        medians = measure(X, labels, graph, args.repeats, args.busy, default_threads)
         quiet, busy = medians[("quiet", default_threads)], medians[("busy", default_threads)]
         quiet_one, busy_one = medians[("quiet", 1)], medians[("busy", 1)]
         row = {

@@ -6,7 +6,6 @@ copy of the graph) and ``normalised_adjacency`` (the symmetric
 that every method normalises the same graph the same way.
 """
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -21,7 +20,7 @@ _UNSCALED = np.empty(0, dtype=np.float64)
 #: Whether a walk step's rows are shared among the threads, learnt for each size of step
 #: from every step this process runs (a fit takes a few dozen; SGC two): see
 #: :mod:`fastprop.sharing`. Its choice changes the time of a step, never its result.
-STEP_SHARING = ThreadSharingBySize(n_threads=2)
+STEP_SHARING = ThreadSharingBySize()
 
 
 def normalised_adjacency(graph, *, self_loops, dtype):
@@ -156,8 +155,7 @@ class RandomWalk:
     def _step(self, values, rows, position=_IDENTITY, scale=_UNSCALED):
         """One product, rows ``rows``; vertex ``v`` reads ``values[position[v]]`` (or ``values[v]``).
 
-        Shared among the threads or not as :data:`STEP_SHARING` finds faster
-        (with one Numba thread, never, and nothing is learnt).
+        Shared among the threads or not as :data:`STEP_SHARING` finds faster.
         """
         out = np.empty((rows.size, values.shape[1]))
 
@@ -165,10 +163,7 @@ class RandomWalk:
             walk_rows(self.graph.indptr, self.graph.indices, self.graph.data, self.inverse_degree,
                       values, scale, position, rows, out, shared)
 
-        if numba.get_num_threads() > 1:
-            STEP_SHARING.timed(run, rows.size * values.shape[1])
-        else:
-            run(False)
+        STEP_SHARING.timed(run, rows.size * values.shape[1])
         return out
 
 

@@ -14,7 +14,12 @@ from ._kernels.fill import fill_patch_batch
 from ._kernels.heap import heap_pop_start, heap_push
 from ._kernels.patches import extract_patch, smooth_one_patch, smooth_patch_rows
 from ._kernels.views import exclude_neighbourhood
-from .sharing import ThreadSharing
+from .sharing import ThreadSharingBySize
+
+#: Whether a batch of patches is shared among the threads, learnt for each size of batch from
+#: every batch this process runs (see :mod:`fastprop.sharing`); the choice changes the time of a
+#: batch, never its result.
+BATCH_SHARING = ThreadSharingBySize()
 
 
 @dataclass(frozen=True)
@@ -46,8 +51,8 @@ class PatchWorkspace:
     touch); buffers are allocated once per fit, never per patch. Patches of
     one batch are grown one after the other (each in its own slot) and must
     not overlap; they are then smoothed, shared among the threads or on the
-    calling thread alone, as ``sharing`` (a
-    :class:`~fastprop.sharing.ThreadSharing`) finds faster.
+    calling thread alone, as ``sharing`` (by default :data:`BATCH_SHARING`)
+    finds faster.
     """
 
     def __init__(self, graph, settings, n_columns, n_slots=1, batch_columns=None):
@@ -57,7 +62,7 @@ class PatchWorkspace:
         :meth:`smooth`); a batch of ``n_slots`` patches with up to
         ``batch_columns`` (default ``n_columns``) each (:meth:`process_batch`).
         """
-        self.sharing = ThreadSharing(numba.get_num_threads())
+        self.sharing = BATCH_SHARING
         batch_columns = n_columns if batch_columns is None else batch_columns
         n_vertices = graph.shape[0]
         self.indptr = graph.indptr

@@ -21,6 +21,8 @@ arithmetic, so the choice changes the time and never the result.
 import math
 import time
 
+import numba
+
 #: Batches between two tries of the way not taken: after a switch, and at most.
 FIRST_INTERVAL = 2
 LONGEST_INTERVAL = 512
@@ -104,16 +106,21 @@ class ThreadSharingBySize:
 
     A parallel launch costs about the same whatever the work, so whether
     sharing pays depends on the size: a walk step over a few hundred seed
-    rows and one over the whole graph are measured apart.
+    rows and one over the whole graph are measured apart. Meant to live as
+    long as the process (one per kind of work): what one fit learnt, the
+    next uses, so a service fitting again and again tries the slower way
+    only every few hundred batches, not at the start of every fit. With one
+    Numba thread the work runs on the calling thread and nothing is learnt.
     """
 
-    def __init__(self, n_threads):
-        self.n_threads = n_threads
+    def __init__(self):
         self.by_size = {}
 
     def timed(self, run, work):
         """:meth:`ThreadSharing.timed` with the chooser of ``work``'s size."""
+        if numba.get_num_threads() < 2:
+            return run(False)
         size = max(int(work), 1).bit_length() // 2
         if size not in self.by_size:
-            self.by_size[size] = ThreadSharing(self.n_threads)
+            self.by_size[size] = ThreadSharing(2)
         return self.by_size[size].timed(run, work)

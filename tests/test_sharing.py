@@ -2,9 +2,10 @@
 
 import math
 
+import numba
 import pytest
 
-from fastprop.sharing import FIRST_INTERVAL, LONGEST_INTERVAL, TRY_OVERHEAD, ThreadSharing
+from fastprop.sharing import FIRST_INTERVAL, LONGEST_INTERVAL, TRY_OVERHEAD, ThreadSharing, ThreadSharingBySize
 
 
 def run(sharing, cost, n_batches, work=1000):
@@ -72,3 +73,23 @@ def test_a_change_of_load_is_followed_and_a_lucky_try_undone_at_once():
     assert sum(choices[:1500]) <= 2 + FIRST_INTERVAL + 3
     # back to quiet: sharing again within one longest interval, and from then on but for the tries
     assert sum(choices[1500 + LONGEST_INTERVAL + 1:]) >= 0.98 * (1500 - LONGEST_INTERVAL - 1)
+
+
+def test_by_size_learns_each_size_apart_and_nothing_on_one_thread():
+    from threads import run_on_threads
+
+    sharing = ThreadSharingBySize()
+    seen = []
+
+    def run(shared):
+        seen.append(shared)
+        return shared
+
+    run_on_threads(1, lambda: [sharing.timed(run, 1000) for _ in range(5)])
+    assert seen == [False] * 5 and sharing.by_size == {}
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        return
+    run_on_threads(2, lambda: [sharing.timed(run, work) for work in (1000, 1000, 64_000, 70_000)])
+    assert sorted(sharing.by_size) == [5, 8]  # 1000 -> 10 bits, 64,000 and 70,000 -> 16 and 17 bits
+    assert [c.n_shared + c.n_alone for _, c in sorted(sharing.by_size.items())] == [2, 2]
+    assert seen[5:] == [False, True, False, True]  # each size starts alone and tries sharing second
