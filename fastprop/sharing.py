@@ -14,7 +14,10 @@ in case the load changes: 2 batches after a switch (a try that won by luck
 is undone at once), then twice as long after every try it loses, and
 never so often that the tries cost more than ``TRY_OVERHEAD`` of the time
 (a way 14x slower, as sharing was under load, is tried again only after
-433 batches), at most ``LONGEST_INTERVAL`` apart. Both ways compute every row with the same
+433 batches), at most ``LONGEST_INTERVAL`` apart; and at once when the
+running cost of the way taken passes what the other way cost when last
+tried (the load changed: a quiet machine turned busy is noticed within a
+few batches). Both ways compute every row with the same
 arithmetic, so the choice changes the time and never the result.
 """
 
@@ -81,6 +84,9 @@ class ThreadSharing:
             previous = self._cost[shared]
             self._cost[shared] = cost if previous is None else NEWEST_WEIGHT * cost + (1 - NEWEST_WEIGHT) * previous
             self._until_try -= 1
+            other = self._cost[not shared]
+            if other is not None and self._cost[shared] > other:
+                self._until_try = 0  # the way taken now costs more than the other did: try it at once
             return
         # A try of the other way: it replaces that way's cost, and wins or waits longer for the next try.
         self._cost[shared] = cost

@@ -68,9 +68,9 @@ def test_a_change_of_load_is_followed_and_a_lucky_try_undone_at_once():
 
     choices = run(ThreadSharing(2), cost, 3000)
     assert tries(choices, usual=False)[:2] == [1, lucky]
-    assert choices[lucky + 1: lucky + 1 + FIRST_INTERVAL] == [True] * FIRST_INTERVAL  # it switched...
-    assert not choices[lucky + 1 + FIRST_INTERVAL]  # ...and the next try of alone switches back
-    assert sum(choices[:1500]) <= 2 + FIRST_INTERVAL + 3
+    # it switched, and the first shared batch's cost (14) sends it back at once
+    assert choices[lucky + 1] and not any(choices[lucky + 2: lucky + 2 + FIRST_INTERVAL])
+    assert sum(choices[:1500]) <= 2 + 1 + 3
     # back to quiet: sharing again within one longest interval, and from then on but for the tries
     assert sum(choices[1500 + LONGEST_INTERVAL + 1:]) >= 0.98 * (1500 - LONGEST_INTERVAL - 1)
 
@@ -93,3 +93,16 @@ def test_by_size_learns_each_size_apart_and_nothing_on_one_thread():
     assert sorted(sharing.by_size) == [5, 8]  # 1000 -> 10 bits, 64,000 and 70,000 -> 16 and 17 bits
     assert [c.n_shared + c.n_alone for _, c in sorted(sharing.by_size.items())] == [2, 2]
     assert seen[5:] == [False, True, False, True]  # each size starts alone and tries sharing second
+
+
+def test_a_machine_turning_busy_is_noticed_within_a_few_batches():
+    slow = 14.0
+
+    def cost(shared, batch):
+        if batch < 1000:  # quiet: sharing wins, alone is tried rarely
+            return 0.6 if shared else 1.0
+        return slow if shared else 1.0
+
+    choices = run(ThreadSharing(2), cost, 1100)
+    assert sum(choices[:1000]) > 950
+    assert not any(choices[1000 + 5: 1100])  # alone again after a few busy batches
