@@ -106,3 +106,16 @@ def test_a_machine_turning_busy_is_noticed_within_a_few_batches():
     choices = run(ThreadSharing(2), cost, 1100)
     assert sum(choices[:1000]) > 950
     assert not any(choices[1000 + 5: 1100])  # alone again after a few busy batches
+
+
+def test_a_machine_turning_quiet_again_is_noticed_within_a_few_batches():
+    def cost(shared, batch):
+        if batch < 1000:  # busy: alone wins by far, sharing is tried every few hundred batches
+            return 14.0 if shared else 1.0
+        return 0.3 if shared else 0.45  # quiet: both faster, sharing faster still
+
+    choices = run(ThreadSharing(2), cost, 1100)
+    assert sum(choices[:1000]) <= 5
+    first_shared = 1000 + choices[1000:].index(True)
+    assert first_shared <= 1000 + 12  # the running cost of alone halved: sharing is tried at once
+    assert sum(choices[1000:1100]) >= 85  # and kept, but for the tries of alone
