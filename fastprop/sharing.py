@@ -16,8 +16,10 @@ never so often that the tries cost more than ``TRY_OVERHEAD`` of the time
 (a way 14x slower, as sharing was under load, is tried again only after
 433 batches), at most ``LONGEST_INTERVAL`` apart; and at once when the
 running cost of the way taken passes what the other way cost when last
-tried, or moves by a factor ``DRIFT`` from what it was then (the load
-changed, in either direction: noticed within a few batches). Both ways compute every row with the same
+tried (a lucky try is undone after one batch, a quiet machine turning busy
+noticed within a few), or when its slower running cost moves by a factor
+``DRIFT`` from what it was then (the load changed, in either direction: a
+busy machine turning quiet is noticed within ~50 batches). Both ways compute every row with the same
 arithmetic, so the choice changes the time and never the result.
 """
 
@@ -33,8 +35,10 @@ LONGEST_INTERVAL = 512
 TRY_OVERHEAD = 0.03
 #: Weight of the newest batch in the running cost of the way taken.
 NEWEST_WEIGHT = 0.25
-#: The running cost of the way taken moving by this factor (either way) from what it was at the
-#: last try means the load changed: the other way is tried at once.
+#: The slow running cost of the way taken (newest batch weighted ``SLOW_WEIGHT``: about the last
+#: 20 batches, where one batch's cost under load varies 4-5x) moving by ``DRIFT`` (either way)
+#: from what it was at the last try means the load changed: the other way is tried at once.
+SLOW_WEIGHT = 0.05
 DRIFT = 2.0
 
 
@@ -66,6 +70,7 @@ class ThreadSharing:
         self._interval = FIRST_INTERVAL
         self._until_try = 1  # the second batch tries sharing
         self._reference = None  # the way taken's cost when the other was last tried
+        self._slow = None  # the way taken's cost since then, averaged over more batches
 
     def share(self):
         """Whether the next batch is shared among the threads."""
@@ -88,11 +93,13 @@ class ThreadSharing:
             previous = self._cost[shared]
             self._cost[shared] = cost if previous is None else NEWEST_WEIGHT * cost + (1 - NEWEST_WEIGHT) * previous
             self._until_try -= 1
-            other, running, reference = self._cost[not shared], self._cost[shared], self._reference
-            if other is not None and running > other:
+            other, reference = self._cost[not shared], self._reference
+            if other is not None and self._cost[shared] > other:
                 self._until_try = 0  # the way taken now costs more than the other did: try it at once
-            if reference is not None and not reference / DRIFT <= running <= reference * DRIFT:
-                self._until_try = 0  # the load changed since the last try (the other's cost is stale)
+            if reference is not None:
+                self._slow = SLOW_WEIGHT * cost + (1 - SLOW_WEIGHT) * self._slow
+                if not reference / DRIFT <= self._slow <= reference * DRIFT:
+                    self._until_try = 0  # the load changed since the last try (the other's cost is stale)
             return
         # A try of the other way: it replaces that way's cost, and wins or waits longer for the next try.
         self._cost[shared] = cost
@@ -103,7 +110,7 @@ class ThreadSharing:
             spacing = math.ceil((cost / self._cost[self._current] - 1) / TRY_OVERHEAD)
             self._interval = min(max(2 * self._interval, spacing), LONGEST_INTERVAL)
         self._until_try = self._interval
-        self._reference = self._cost[self._current]
+        self._reference = self._slow = self._cost[self._current]
 
     def timed(self, run, work):
         """Run ``run(shared)`` the way :meth:`share` chooses, record its time, return its result."""
