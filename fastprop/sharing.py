@@ -10,17 +10,21 @@ than on one thread (bench/RESULTS.md, issue #17). No fixed rule tells the
 two apart in advance, so :class:`ThreadSharing` times both: it starts
 on the calling thread alone, tries sharing on the second batch, then keeps
 whichever costs less per patch vertex, trying the other again now and then
-in case the load changes: 2 batches after a switch (a try that won by luck
-is undone at once), then twice as long after every try it loses, and
-never so often that the tries cost more than ``TRY_OVERHEAD`` of the time
-(a way 14x slower, as sharing was under load, is tried again only after
-433 batches), at most ``LONGEST_INTERVAL`` apart; and at once when the
-running cost of the way taken passes what the other way cost when last
-tried (a lucky try is undone after one batch, a quiet machine turning busy
-noticed within a few), or when its slower running cost moves by a factor
-``DRIFT`` from what it was then (the load changed, in either direction: a
-busy machine turning quiet is noticed within ~50 batches). Both ways compute every row with the same
-arithmetic, so the choice changes the time and never the result.
+in case the load changes:
+
+- 2 batches after a switch, then twice as long after every try it loses,
+  never so often that the tries cost more than ``TRY_OVERHEAD`` of the
+  time (a way 14x slower, as sharing was under load, is tried again only
+  after 433 batches), and at most ``LONGEST_INTERVAL`` apart;
+- at once when the running cost of the way taken passes what the other way
+  cost when last tried (a lucky try is undone after one batch, a quiet
+  machine turning busy is noticed within a few);
+- at once when its slow running cost moves by a factor ``DRIFT`` from what
+  it was at the last try (the load changed, in either direction: a busy
+  machine turning quiet is noticed within ~50 batches).
+
+Both ways compute every row with the same arithmetic, so the choice changes
+the time and never the result.
 """
 
 import math
