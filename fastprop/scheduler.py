@@ -402,12 +402,15 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), state.confidence)
     n_confident = int(labeled.sum())
-    exhausted = False
-    while not exhausted:
+    while True:
         n_batch, exhausted, n_starts = workspace.fill_batch(queue, excluded, state.confidence, process_capped_patches)
         state.n_starts += n_starts
         if n_batch == 0:
+            if exhausted:
+                break
             continue
+        # Even when the queue ran out while this batch was filled, the vertices its patches make
+        # confident are starts too: the loop ends only at a fill that finds nothing to grow.
         newly_confident, n_newly_confident = workspace.process_batch(
             n_batch, logits, bias, state, single_view_confidence, confident_threshold
         )

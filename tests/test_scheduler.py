@@ -82,7 +82,7 @@ def small_problem(seed, n=120, n_classes=3):
 
 @pytest.mark.parametrize("process_capped, batch_size", [(False, 1), (True, 1), (False, 4), (True, 3)])
 @pytest.mark.parametrize("min_gain, max_size, hops, depth",
-                         [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2)])
+                         [(15.0, 40, 1, 2), (30.0, 200, 0, 1), (8.0, 12, 2, 2), (15.0, 40, 1, 0)])
 @pytest.mark.parametrize("shared", [None, True, False], ids=["measured", "shared", "alone"])
 def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, process_capped, batch_size, shared):
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
@@ -100,23 +100,6 @@ def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, proce
     assert_array_equal(state.frozen, frozen)
     assert_allclose(state.probability_sum, sums, atol=1e-9)
     assert_allclose(state.confidence, confidence, atol=1e-12)
-
-
-@pytest.mark.parametrize("shared", [True, False])
-def test_depth_zero_patches_match_slow_reference_one_at_a_time(shared):
-    """No smoothing step: the shared way then only updates the views."""
-    graph, seed_class, logits, bias, tie_rank = small_problem(seed=15)
-    settings = PatchSettings(min_gain=15.0, max_patch_size=40, exclusion_hops=1, depth=0)
-    workspace = PatchWorkspace(graph, settings, logits.shape[1])
-    workspace.sharing = ThreadSharing(2, forced=shared)
-    state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
-                      single_view_confidence=1e-3)
-    sums, counts, confidence, frozen, n_patches = slow_propagate(
-        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3)
-    assert state.n_patches == n_patches > 0
-    assert_array_equal(state.view_count, counts)
-    assert_array_equal(state.frozen, frozen)
-    assert_allclose(state.probability_sum, sums, atol=1e-9)
 
 
 @pytest.mark.parametrize("shared", [True, False])
