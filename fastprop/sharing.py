@@ -51,8 +51,6 @@ class ThreadSharing:
 
     Parameters
     ----------
-    n_threads : int
-        Numba threads available. With one, the work is never shared.
     forced : bool or None, default=None
         Always share (True) or never (False) instead of measuring; for tests
         and benches.
@@ -63,9 +61,7 @@ class ThreadSharing:
         Batches run each way so far.
     """
 
-    def __init__(self, n_threads, forced=None):
-        if n_threads < 2:
-            forced = False
+    def __init__(self, forced=None):
         self.forced = forced
         self.n_shared = 0
         self.n_alone = 0
@@ -146,5 +142,5 @@ class ThreadSharingBySize:
             return run(False)
         size = max(int(work), 1).bit_length() // 2
         if size not in self.by_size:
-            self.by_size[size] = ThreadSharing(2)
+            self.by_size[size] = ThreadSharing()
         return self.by_size[size].timed(run, work)

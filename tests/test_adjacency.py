@@ -25,7 +25,7 @@ class ForcedSteps:
     """Stands in for ``adjacency.STEP_SHARING``: every walk step one way, counted."""
 
     def __init__(self, shared):
-        self.sharing = ThreadSharing(2, forced=shared)
+        self.sharing = ThreadSharing(forced=shared)
 
     def timed(self, run, work):
         return self.sharing.timed(run, work)

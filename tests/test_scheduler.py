@@ -88,7 +88,7 @@ def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, proce
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=int(min_gain))
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
     workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
-    workspace.sharing = ThreadSharing(numba.get_num_threads(), forced=shared)
+    workspace.sharing = ThreadSharing(forced=shared)
     state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
@@ -108,7 +108,7 @@ def test_training_features_are_patch_sgc_rows_of_the_seeds(shared):
     features = np.random.default_rng(4).normal(size=(graph.shape[0], 6))
     settings = PatchSettings(min_gain=20.0, max_patch_size=60, exclusion_hops=1, depth=2)
     workspace = PatchWorkspace(graph, settings, 6)
-    workspace.sharing = ThreadSharing(2, forced=shared)
+    workspace.sharing = ThreadSharing(forced=shared)
     rows, labels, n_patches = training_features(workspace, features, seed_class, tie_rank)
     assert n_patches >= 1
     assert rows.shape == (labels.size, 6)
@@ -139,7 +139,7 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads
     graph, seed_class, logits, bias, tie_rank = small_problem(seed=5, n=300)
     settings = PatchSettings(min_gain=12.0, max_patch_size=80, exclusion_hops=1, depth=2)
     batch = PatchWorkspace(graph, settings, logits.shape[1], n_slots=3)
-    batch.sharing = ThreadSharing(batch_threads, forced=batch_shared)
+    batch.sharing = ThreadSharing(forced=batch_shared)
     initial_confidence = (seed_class >= 0).astype(np.float64)
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(seed_class >= 0), initial_confidence)
@@ -155,7 +155,7 @@ def test_a_batch_by_patches_equals_its_patches_by_rows_bit_for_bit(batch_threads
         return state, joined
 
     single = PatchWorkspace(graph, settings, logits.shape[1])
-    single.sharing = ThreadSharing(single_threads, forced=not batch_shared)
+    single.sharing = ThreadSharing(forced=not batch_shared)
 
     def one_by_one():
         state, joined = PropagationState.from_seeds(seed_class, logits.shape[1]), []

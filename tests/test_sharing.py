@@ -22,19 +22,13 @@ def tries(choices, usual):
     return [batch for batch, shared in enumerate(choices) if shared != usual]
 
 
-def test_one_thread_never_shares():
-    sharing = ThreadSharing(1)
-    assert run(sharing, lambda shared, batch: 1.0, 50) == [False] * 50
-    assert (sharing.n_shared, sharing.n_alone) == (0, 50)
-
-
 @pytest.mark.parametrize("forced", [True, False])
 def test_forced_way_is_always_taken(forced):
-    assert run(ThreadSharing(4, forced=forced), lambda shared, batch: 1.0 if shared else 5.0, 40) == [forced] * 40
+    assert run(ThreadSharing(forced=forced), lambda shared, batch: 1.0 if shared else 5.0, 40) == [forced] * 40
 
 
 def test_quiet_machine_keeps_sharing_and_tries_alone_ever_more_rarely():
-    choices = run(ThreadSharing(2), lambda shared, batch: 0.6 if shared else 1.0, 3000)
+    choices = run(ThreadSharing(), lambda shared, batch: 0.6 if shared else 1.0, 3000)
     assert not choices[0] and choices[1]  # alone first; the second batch tries sharing, which wins
     alone = tries(choices, usual=True)[1:]
     assert alone[0] == 1 + FIRST_INTERVAL + 1  # a try soon after the switch
@@ -47,7 +41,7 @@ def test_quiet_machine_keeps_sharing_and_tries_alone_ever_more_rarely():
 
 def test_busy_machine_stops_sharing_and_tries_spend_at_most_the_overhead():
     slow = 14.0  # shared 14x the cost of alone, as measured under load
-    choices = run(ThreadSharing(2), lambda shared, batch: slow if shared else 1.0, 2000)
+    choices = run(ThreadSharing(), lambda shared, batch: slow if shared else 1.0, 2000)
     shared_batches = tries(choices, usual=False)
     # alone first; the try of the second batch loses, and the next comes once it costs TRY_OVERHEAD at most
     assert shared_batches[0] == 1
@@ -66,7 +60,7 @@ def test_a_change_of_load_is_followed_and_a_lucky_try_undone_at_once():
         busy = batch < 1500
         return (slow if shared else 1.0) if busy else (0.6 if shared else 1.0)
 
-    choices = run(ThreadSharing(2), cost, 3000)
+    choices = run(ThreadSharing(), cost, 3000)
     assert tries(choices, usual=False)[:2] == [1, lucky]
     # it switched, and the first shared batch's cost (14) sends it back at once
     assert choices[lucky + 1] and not any(choices[lucky + 2: lucky + 2 + FIRST_INTERVAL])
@@ -86,7 +80,7 @@ def test_by_size_learns_each_size_apart_and_nothing_on_one_thread():
         return shared
 
     run_on_threads(1, lambda: [sharing.timed(run, 1000) for _ in range(5)])
-    assert seen == [False] * 5 and sharing.by_size == {}
+    assert seen == [False] * 5 and sharing.by_size == {}  # one thread never shares
     if numba.config.NUMBA_NUM_THREADS < 2:
         return
     run_on_threads(2, lambda: [sharing.timed(run, work) for work in (1000, 1000, 64_000, 70_000)])
@@ -103,7 +97,7 @@ def test_a_machine_turning_busy_is_noticed_within_a_few_batches():
             return 0.6 if shared else 1.0
         return slow if shared else 1.0
 
-    choices = run(ThreadSharing(2), cost, 1100)
+    choices = run(ThreadSharing(), cost, 1100)
     assert sum(choices[:1000]) > 950
     assert not any(choices[1000 + 5: 1100])  # alone again after a few busy batches
 
@@ -114,7 +108,7 @@ def test_a_machine_turning_quiet_again_is_noticed_within_a_few_batches():
             return 14.0 if shared else 1.0
         return 0.3 if shared else 0.45  # quiet: both faster, sharing faster still
 
-    choices = run(ThreadSharing(2), cost, 1100)
+    choices = run(ThreadSharing(), cost, 1100)
     assert sum(choices[:1000]) <= 5
     first_shared = 1000 + choices[1000:].index(True)
     assert first_shared <= 1000 + 60  # the slow running cost of alone halved: sharing is tried at once
@@ -129,5 +123,5 @@ def test_noisy_costs_under_load_do_not_set_off_tries():
     def cost(shared, batch):  # under load one batch costs 0.7-3.5x its usual, sharing 14x
         return (14.0 if shared else 1.0) * noise.uniform(0.7, 3.5)
 
-    choices = run(ThreadSharing(2), cost, 3000)
+    choices = run(ThreadSharing(), cost, 3000)
     assert sum(choices) <= 3000 * TRY_OVERHEAD / 13 + 4  # the spacing's budget, and the first tries
