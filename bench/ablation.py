@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import SHARED_DATA_DIR, log, write_tables  # noqa: E402
 
-from fastprop import benchmark as fb  # noqa: E402
+from fastprop.evaluation import benchmark as fb  # noqa: E402
 from fastprop.confnet import extreme_vertices  # noqa: E402
 from fastprop.graph import build_knn_graph  # noqa: E402
-from fastprop.protocol import make_noisy_task  # noqa: E402
+from fastprop.evaluation.protocol import make_noisy_task  # noqa: E402
 
 PARTS = ("confidence", "eta", "depth", "patch", "design")
 PAPER_SETTINGS = {  # our departures from the paper: the paper's value of each

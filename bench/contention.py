@@ -34,7 +34,7 @@ REAL_SETS = {"Banking77": "banking77_minilm.npz", "HWU64": "hwu64_minilm.npz", "
 
 
 def synthetic(n_samples):
-    from fastprop.datasets import make_noisy_mixture
+    from fastprop.evaluation.datasets import make_noisy_mixture
 
     X, y = make_noisy_mixture(n_samples=n_samples, n_classes=20, n_features=128, outlier_fraction=0.5,
                               random_state=0)

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED_DATA_DIR, log, write_table  # noqa: E402
 
 from fastprop import FastProp, build_knn_graph  # noqa: E402
-from fastprop import benchmark as fb  # noqa: E402
-from fastprop.protocol import evaluate, make_noisy_task  # noqa: E402
+from fastprop.evaluation import benchmark as fb  # noqa: E402
+from fastprop.evaluation.protocol import evaluate, make_noisy_task  # noqa: E402
 from fastprop.threshold import accuracy_with_rejection  # noqa: E402
 
 #: name -> (file, classes per task, digits 5-9 become outliers)

@@ -65,7 +65,7 @@ def reset_peak_memory():
 
 
 def make_problem(n_samples, seed=0):
-    from fastprop.datasets import make_noisy_mixture
+    from fastprop.evaluation.datasets import make_noisy_mixture
 
     X, y = make_noisy_mixture(
         n_samples=n_samples, n_classes=20, n_features=128, outlier_fraction=0.5, random_state=seed

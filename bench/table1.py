@@ -8,7 +8,7 @@ Usage (from the repository root)::
 
 For each noise ratio and seed (0 .. --seeds-1) one task is drawn with
 ``make_noisy_task`` and one kNN graph (K=30) is built and shared by every
-method; see :func:`fastprop.benchmark.run_table`. ``--mnist-split`` keeps
+method; see :func:`fastprop.evaluation.benchmark.run_table`. ``--mnist-split`` keeps
 digits 0-4 as the classes and turns digits 5-9 into outliers (y = -1).
 Rows are L2-normalised (MNIST is raw pixels). When scikit-learn is installed,
 ``sklearn.semi_supervised.LabelSpreading(kernel="knn", n_neighbors=30)`` is
@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS_DIR, _jsonable, environment, log  # noqa: E402
 
-from fastprop import benchmark as fb  # noqa: E402
-from fastprop.datasets import make_noisy_mixture  # noqa: E402
-from fastprop.protocol import make_noisy_task  # noqa: E402
+from fastprop.evaluation import benchmark as fb  # noqa: E402
+from fastprop.evaluation.datasets import make_noisy_mixture  # noqa: E402
+from fastprop.evaluation.protocol import make_noisy_task  # noqa: E402
 
 METRIC_TITLES = {
     "accuracy": "Accuracy with rejection (the paper's metric), % mean ± std over seeds",

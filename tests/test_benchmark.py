@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from fastprop.benchmark import (
+from fastprop.evaluation.benchmark import (
     GRAPH_ROW,
     METHOD_NAMES,
     format_markdown,
@@ -15,9 +15,9 @@ from fastprop.benchmark import (
     run_method,
     run_table,
 )
-from fastprop.datasets import make_noisy_mixture
+from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.graph import build_knn_graph
-from fastprop.protocol import make_noisy_task
+from fastprop.evaluation.protocol import make_noisy_task
 
 NOISE = (0.0, 0.3)
 SEEDS = 2

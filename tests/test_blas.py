@@ -9,7 +9,7 @@ import scipy.linalg  # noqa: F401  (SciPy's own OpenBLAS, loaded as a fit would)
 from fastprop import FastProp
 from fastprop._blas import blas_on_calling_thread, openblas_thread_counts
 from fastprop.baselines import SGC
-from fastprop.datasets import make_noisy_mixture
+from fastprop.evaluation.datasets import make_noisy_mixture
 
 COUNTS = openblas_thread_counts()
 needs_openblas = pytest.mark.skipif(not COUNTS, reason="no OpenBLAS with a known thread-count getter is loaded")

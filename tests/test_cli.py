@@ -9,11 +9,12 @@ import warnings
 import numpy as np
 import pytest
 
-from fastprop import benchmark, load_graph
+from fastprop import load_graph
+from fastprop.evaluation import benchmark
 from fastprop.cli import main
 from fastprop._files import write_atomically
 from fastprop.cli._progress import Progress, format_progress
-from fastprop.datasets import make_noisy_mixture
+from fastprop.evaluation.datasets import make_noisy_mixture
 
 RESULT_ARRAYS = {"labels", "confidence", "label_distributions", "classes", "outlier_threshold"}
 PLOT_HINT = 'pip install "fastprop-graph[plot]"'

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from fastprop.datasets import load_embeddings, make_noisy_mixture
-from fastprop.protocol import make_noisy_task
+from fastprop.evaluation.datasets import load_embeddings, make_noisy_mixture
+from fastprop.evaluation.protocol import make_noisy_task
 
 BANKING77 = Path(__file__).resolve().parents[2] / "shared" / "data" / "banking77_minilm.npz"
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 import fastprop
 from fastprop import FastProp, baselines, build_knn_graph, load_graph, save_graph
-from fastprop.datasets import load_embeddings
+from fastprop.evaluation.datasets import load_embeddings
 from fastprop._validation import check_graph
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from fastprop.novelty import (
     n_provisional_classes,
     provisional_class_confidence,
 )
-from fastprop.protocol import outlier_auroc
+from fastprop.evaluation.protocol import outlier_auroc
 
 
 def unit(rows):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from fastprop.protocol import NoisyTask, evaluate, make_noisy_task, outlier_auroc
+from fastprop.evaluation.protocol import NoisyTask, evaluate, make_noisy_task, outlier_auroc
 from fastprop.threshold import accuracy_with_rejection, choose_threshold
 
 

@@ -143,7 +143,7 @@ def _add_graph_options(parser, what):
 
 def build_parser():
     """The ``argparse`` parser of the ``fastprop`` command."""
-    from .. import benchmark
+    from ..evaluation import benchmark
     from ._commands import run_bench, run_demo, run_graph, run_propagate
 
     try:
@@ -166,8 +166,8 @@ def build_parser():
 
     demo = _command(
         subparsers, "demo", run_demo, "FastProp vs SGC and LabelSpreading on a synthetic noisy set",
-        "Draw a synthetic pool (fastprop.datasets.make_noisy_mixture, 50% outliers), draw a task "
-        "with 1% seeds and 50% outliers among the unlabeled samples (fastprop.protocol), run "
+        "Draw a synthetic pool (fastprop.evaluation.datasets.make_noisy_mixture, 50% outliers), draw a task "
+        "with 1% seeds and 50% outliers among the unlabeled samples (fastprop.evaluation.protocol), run "
         "FastProp, SGC and LabelSpreading on one shared kNN graph, and print their accuracy, "
         "outlier AUROC and time and a histogram of FastProp's confidence for in-class samples "
         "vs outliers.", common,
@@ -236,7 +236,7 @@ def build_parser():
         "For every noise ratio and seed, draw a task from the pool (M classes, label ratio of "
         "seeds, outliers from the other classes and from samples labeled -1), build one kNN graph "
         "for it, run every method on it and score it with the paper's metric; print the table "
-        "of mean ± std over the seeds as Markdown (fastprop.benchmark).", common,
+        "of mean ± std over the seeds as Markdown (fastprop.evaluation.benchmark).", common,
     )
     bench.add_argument("--data", required=True, metavar="PATH",
                        help=".npz with X (embeddings; rows are L2-normalised) and y (class ids, "

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import benchmark
+from ..evaluation import benchmark
 from ..baselines import SGC, LabelSpreading
-from ..datasets import make_noisy_mixture
+from ..evaluation.datasets import make_noisy_mixture
 from ..estimator import FastProp
 from ..graph import EXACT_SEARCH_MAX_SAMPLES, build_knn_graph, load_graph, save_graph
-from ..protocol import evaluate, make_noisy_task
+from ..evaluation.protocol import evaluate, make_noisy_task
 from . import _plots
 from ._io import (
     check_label_array,

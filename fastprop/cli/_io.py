@@ -17,7 +17,7 @@ import numpy as np
 from .._files import NpzArchive, read_npy, write_atomically
 from .._validation import check_labels, check_validation
 from ._numbers import looks_like_a_header, parse_integer
-from ..datasets import load_embeddings
+from ..evaluation.datasets import load_embeddings
 
 _NUMPY_SUFFIXES = (".npy", ".npz")
 

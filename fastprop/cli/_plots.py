@@ -87,7 +87,7 @@ def confidence_figure(results, title):
 
 def accuracy_figure(rows, title, metric="accuracy"):
     """Mean ``metric`` (with its std over seeds) against the noise ratio, one line per method."""
-    from ..benchmark import GRAPH_ROW
+    from ..evaluation.benchmark import GRAPH_ROW
 
     figure = _figure(6.0, 4.0)
     ax = figure.subplots()

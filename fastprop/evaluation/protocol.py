@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
-from .threshold import accuracy_with_rejection, choose_threshold
+from .._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
+from ..threshold import accuracy_with_rejection, choose_threshold
 
 __all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc"]
 
@@ -162,7 +162,7 @@ def make_noisy_task(y_all, n_classes, *, label_ratio=0.01, noise_ratio, random_s
     Examples
     --------
     >>> import numpy as np
-    >>> from fastprop.protocol import make_noisy_task
+    >>> from fastprop.evaluation.protocol import make_noisy_task
     >>> y_all = np.repeat(np.arange(10), 100)
     >>> task = make_noisy_task(y_all, 3, label_ratio=0.05, noise_ratio=0.3, random_state=0)
     >>> task.n_samples, int(task.seed_mask.sum()), round(task.actual_noise_ratio, 2)
@@ -255,7 +255,7 @@ def outlier_auroc(confidence, truth):
 
     Examples
     --------
-    >>> from fastprop.protocol import outlier_auroc
+    >>> from fastprop.evaluation.protocol import outlier_auroc
     >>> outlier_auroc([0.9, 0.4, 0.4, 0.1], [0, 1, -1, -1])
     0.875
     """
@@ -341,7 +341,7 @@ def evaluate(task, label_distributions, confidence=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from fastprop.protocol import evaluate, make_noisy_task
+    >>> from fastprop.evaluation.protocol import evaluate, make_noisy_task
     >>> task = make_noisy_task(np.repeat(np.arange(4), 50), 2, label_ratio=0.1,
     ...                        noise_ratio=0.2, random_state=0)
     >>> perfect = np.eye(2)[np.maximum(task.truth, 0)] * (task.truth >= 0)[:, None]

@@ -1,10 +1,10 @@
 """Compare FastProp with the baselines under the noisy protocol (Yang et al., Table 1).
 
 For each noise ratio and seed, :func:`run_table` draws one task with
-:func:`fastprop.protocol.make_noisy_task`, builds **one** kNN graph for it,
+:func:`fastprop.evaluation.protocol.make_noisy_task`, builds **one** kNN graph for it,
 shared by every method (its build time is reported on a ``"graph"`` row of its
 own), fits each method on ``task.subset(X)``, and scores it with
-:func:`fastprop.protocol.evaluate`: the same outlier threshold rule, chosen on
+:func:`fastprop.evaluation.protocol.evaluate`: the same outlier threshold rule, chosen on
 the validation set, for every method. :func:`format_markdown` lays the result
 out as the paper's Table 1.
 
@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-from .baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading
+from ..baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading
 from .datasets import load_embeddings, make_noisy_mixture
-from .estimator import FastProp
-from .graph import build_knn_graph
+from ..estimator import FastProp
+from ..graph import build_knn_graph
 from .protocol import evaluate, make_noisy_task
 
 __all__ = [
@@ -115,7 +115,7 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
     Returns
     -------
     dict
-        :func:`fastprop.protocol.evaluate`'s keys, plus ``"method"``,
+        :func:`fastprop.evaluation.protocol.evaluate`'s keys, plus ``"method"``,
         ``"seconds"`` (wall-clock time of ``fit`` alone), ``"cpu_seconds"``
         (process CPU time of ``fit``, summed over threads: steadier than wall
         time on a loaded machine), ``"n_iter"`` (or None), and arrays over the evaluation samples, for plots:
@@ -334,7 +334,7 @@ def format_markdown(rows, metric="accuracy"):
 
 
 def load_benchmark_data(path, *, normalise=True):
-    """Load a labelled pool with :func:`fastprop.datasets.load_embeddings`.
+    """Load a labelled pool with :func:`fastprop.evaluation.datasets.load_embeddings`.
 
     Parameters
     ----------

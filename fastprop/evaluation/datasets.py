@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._files import NpzArchive, read_npy
-from ._validation import (
+from .._files import NpzArchive, read_npy
+from .._validation import (
     as_integer_labels,
     check_features,
     check_integer,
@@ -158,7 +158,7 @@ def make_noisy_mixture(
 
     Examples
     --------
-    >>> from fastprop.datasets import make_noisy_mixture
+    >>> from fastprop.evaluation.datasets import make_noisy_mixture
     >>> X, y = make_noisy_mixture(2000, 10, n_features=32, random_state=0)
     >>> X.shape, X.dtype, int((y == -1).sum()), int(y.max())
     ((2000, 32), dtype('float32'), 400, 9)
@@ -262,7 +262,7 @@ def load_embeddings(path):
     Examples
     --------
     >>> import numpy as np, tempfile, os
-    >>> from fastprop.datasets import load_embeddings
+    >>> from fastprop.evaluation.datasets import load_embeddings
     >>> path = os.path.join(tempfile.mkdtemp(), "toy.npz")
     >>> np.savez(path, X=np.eye(3), y=[0, 1, -1])
     >>> X, y = load_embeddings(path)
