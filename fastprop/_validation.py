@@ -525,42 +525,6 @@ def check_random_state(random_state):
     )
 
 
-def check_labels(y, n_samples):
-    """Validate semi-supervised labels; ``-1`` marks an unlabeled sample.
-
-    Returns
-    -------
-    classes : ndarray of int64
-        The sorted distinct labels other than -1.
-    encoded : ndarray of shape (n_samples,), int64
-        Index into ``classes`` for labeled samples, -1 for unlabeled ones.
-    """
-    labels = np.asarray(y)
-    if labels.ndim != 1:
-        raise ValueError(f"y must be 1-D (n_samples,), got shape {labels.shape}.")
-    if labels.shape[0] != n_samples:
-        raise ValueError(
-            f"y has {labels.shape[0]} labels but X has {n_samples} samples; "
-            "pass one label per sample (-1 for unlabeled)."
-        )
-    labels = as_integer_labels(labels, "y")
-    labeled = labels != -1
-    if (labels[labeled] < 0).any():
-        bad = np.unique(labels[labels < -1])
-        raise ValueError(
-            f"y has negative labels other than -1 ({_shown(bad)}); -1 is the only marker "
-            "for unlabeled samples, class labels must be >= 0."
-        )
-    if not labeled.any():
-        raise ValueError(
-            "y has no labeled sample (all labels are -1); give at least one seed label."
-        )
-    classes, encoded_labeled = np.unique(labels[labeled], return_inverse=True)
-    encoded = np.full(n_samples, -1, dtype=np.int64)
-    encoded[labeled] = encoded_labeled
-    return classes.astype(np.int64), encoded
-
-
 def as_integer_labels(labels, name):
     """Return ``labels`` as int64, rejecting non-integral values and values outside int64.
 
@@ -589,62 +553,6 @@ def as_integer_labels(labels, name):
         f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "
         "Encode class names as integers first, e.g. with numpy.unique(..., return_inverse=True)."
     )
-
-
-def check_validation(validation, n_samples, labeled_mask, classes):
-    """Validate a ``(indices, labels)`` pair of samples with known truth.
-
-    Labels are in the user's label space; -1 means a known outlier.
-
-    Returns
-    -------
-    indices : ndarray of int64
-    encoded : ndarray of int64
-        Index into ``classes``, or -1 for a known outlier.
-    """
-    try:
-        indices, labels = validation
-    except (TypeError, ValueError):
-        raise ValueError(
-            "validation must be a pair (indices, labels) of equal-length 1-D arrays, "
-            f"got {type(validation).__name__}."
-        ) from None
-    indices = np.asarray(indices)
-    labels = np.asarray(labels)
-    if indices.ndim != 1 or labels.ndim != 1 or indices.shape != labels.shape:
-        raise ValueError(
-            "validation must be (indices, labels) of equal-length 1-D arrays, got shapes "
-            f"{indices.shape} and {labels.shape}."
-        )
-    if indices.size == 0:
-        raise ValueError("validation is empty; pass at least one (index, label) pair or None.")
-    indices = as_integer_labels(indices, "validation indices")
-    labels = as_integer_labels(labels, "validation labels")
-    out_of_range = (indices < 0) | (indices >= n_samples)
-    if out_of_range.any():
-        raise ValueError(
-            f"validation indices must be in [0, {n_samples - 1}]; got {_shown(indices[out_of_range])}."
-        )
-    if np.unique(indices).size != indices.size:
-        raise ValueError("validation indices must be distinct; some index appears twice.")
-    overlapping = labeled_mask[indices]
-    if overlapping.any():
-        raise ValueError(
-            f"validation indices {_shown(indices[overlapping])} are labeled seeds; the validation "
-            "samples must be unlabeled in y (set y[i] = -1 or drop them from validation)."
-        )
-    position = np.searchsorted(classes, labels)
-    position = np.minimum(position, classes.size - 1)
-    known = classes[position] == labels
-    unknown = ~known & (labels != -1)
-    if unknown.any():
-        raise ValueError(
-            f"validation labels {_shown(np.unique(labels[unknown]))} are not classes of y "
-            f"({_shown(classes)}{', ...' if classes.size > _MAX_SHOWN else ''}); use -1 for "
-            "samples of no known class."
-        )
-    encoded = np.where(labels == -1, -1, position).astype(np.int64)
-    return indices, encoded
 
 
 def check_scores(confidence, predicted, truth):

@@ -1,60 +1,34 @@
-"""FastProp: reliable label propagation on noisy affinity graphs."""
+"""FastProp: reliable label propagation on noisy affinity graphs.
 
-import sys
+The estimator is a shell: hyperparameter checks live in :mod:`fastprop._settings`,
+the propagation pass in :mod:`fastprop.propagation`, the threshold rules in
+:mod:`fastprop.threshold`, the provisional classes in :mod:`fastprop.novelty`
+and the labelling of new points in :mod:`fastprop.prediction`.
+"""
+
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ._concurrency import serialised
-from ._params import EstimatorParams
-from ._validation import (
-    check_bool,
-    check_choice,
-    check_features,
-    check_graph,
-    check_integer,
-    check_labels,
-    check_memory,
-    check_random_state,
-    check_real,
-    check_validation,
-)
+from ._estimator_protocol import TransductiveEstimator
+from ._labels import check_labels, check_validation, decode_labels, encode_known
+from ._reporting import Reporter
+from ._settings import batch_size, check_settings, pass_options
+from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
-from .confnet import confnet_confidence, structural_features
 from .graph import fit_graph
-from .linear import fit_softmax_regression, softmax_proba
 from .novelty import provisional_class_confidence
-from .rows import inverse_norms, unit_rows
-from .scheduler import PatchSettings, PatchWorkspace, propagate, training_features
-from .threshold import automatic_threshold, choose_threshold
+from .prediction import NeighbourhoodPredictor
+from .propagation import FitContext, propagation_pass
+from .rows import inverse_norms
+from .scheduler import PatchSettings, PatchWorkspace
+from .threshold import REJECT_ALL, final_confidence, fitted_threshold
 
-CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
-#: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
-REJECT_ALL = float(np.nextafter(1.0, 2.0))
-
-#: From this many samples on, ``patch_batch_size="auto"`` processes patches in
-#: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k;
-#: both before single patches were shared among the threads by rows).
-BATCH_FROM_SAMPLES = 200_000
+__all__ = ["FastProp", "REJECT_ALL", "warmup"]
 
 
-@dataclass(frozen=True)
-class _FitContext:
-    """What every propagation pass of one ``fit`` shares."""
-
-    graph: object
-    walk: RandomWalk
-    features: np.ndarray
-    row_scale: object  # inverse row norms, None when the rows are unit vectors already
-    seed_class: np.ndarray
-    n_classes: int
-    tie_rank: np.ndarray
-    rng: np.random.Generator
-    workspace: PatchWorkspace
-
-
-class FastProp(EstimatorParams):
+class FastProp(TransductiveEstimator):
     """Propagate a few labels over a kNN affinity graph and reject outliers.
 
     The method of Yang et al., *Learn to Propagate Reliably on Noisy Affinity
@@ -106,7 +80,7 @@ class FastProp(EstimatorParams):
         The confidence of a vertex seen by a single patch (epsilon).
     predictor_depth : int, default=2
         SGC depth of the local predictor.
-    predictor_l2 : float, default=1e-3
+    predictor_l2 : float, default=3e-5
         Ridge penalty of the local predictor's softmax regression.
     confnet_depth : int, default=1
         SGC depth of ConfNet.
@@ -177,15 +151,23 @@ class FastProp(EstimatorParams):
         viable start is left, usually before ``done`` reaches ``total``),
         ``"confnet"`` and ``"done"``; ``done``/``total`` are None where there
         is no count.
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, and the label of an
+        outlier in ``transduction_`` and :meth:`predict`. Labels may be
+        integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None``. With the default -1, the string
+        ``"-1"`` marks an unlabeled sample too (``numpy.asarray(["cat", -1])``
+        holds ``"-1"``).
 
     Attributes
     ----------
     n_features_in_ : int
         Columns of ``X`` seen by ``fit``.
     classes_ : ndarray of shape (n_classes,)
-        The distinct labels of ``y`` other than -1.
+        The distinct labels of ``y`` other than ``unlabeled``, sorted.
     transduction_ : ndarray of shape (n_samples,)
-        A class for every sample, -1 for outliers; seeds keep their label.
+        A class for every sample, ``unlabeled`` (-1) for outliers; seeds keep
+        their label.
     label_distributions_ : ndarray of shape (n_samples, n_classes)
         Rows sum to 1; seeds get their one-hot row. With ``labels="graph"``
         every other vertex gets the local predictor applied to its
@@ -216,6 +198,13 @@ class FastProp(EstimatorParams):
         The affinity graph used.
     timings_ : dict
         Seconds spent in each phase.
+    predictor_ : fastprop.prediction.NeighbourhoodPredictor
+        What :meth:`predict` uses: a reference to the fitted embeddings (no
+        copy), the local predictor, its logits smoothed ``0 .. depth - 1``
+        steps (``predictor_depth`` float32 (n_samples, n_classes) arrays),
+        the fitted confidence and classes; above 30,000 samples, also the
+        hnswlib index it builds on first use. Not the graph: ``graph_`` may
+        be deleted to save memory. ``predictor_.nbytes`` gives its size.
 
     Notes
     -----
@@ -252,6 +241,8 @@ class FastProp(EstimatorParams):
     >>> model = FastProp(random_state=0, outlier_threshold=None).fit(X, y)
     >>> float(np.mean(model.transduction_[:100] == 0)) > 0.9
     True
+    >>> model.predict(centres).tolist()
+    [0, 1]
     """
 
     def __init__(
@@ -280,6 +271,7 @@ class FastProp(EstimatorParams):
         random_state=None,
         verbose=False,
         progress=None,
+        unlabeled=-1,
     ):
         self.n_neighbors = n_neighbors
         self.min_gain = min_gain
@@ -304,47 +296,7 @@ class FastProp(EstimatorParams):
         self.random_state = random_state
         self.verbose = verbose
         self.progress = progress
-
-    def _check_parameters(self):
-        check_integer("n_neighbors", self.n_neighbors, low=1)
-        check_real("min_gain", self.min_gain, low=0, low_inclusive=False)
-        check_integer("max_patch_size", self.max_patch_size, low=2)
-        check_integer("exclusion_hops", self.exclusion_hops, low=0)
-        if not (isinstance(self.patch_batch_size, str) and self.patch_batch_size == "auto"):
-            if isinstance(self.patch_batch_size, str):
-                raise ValueError(
-                    f"patch_batch_size={self.patch_batch_size!r} is not supported; use 'auto' or an "
-                    "integer in [1, 255]."
-                )
-            check_integer("patch_batch_size", self.patch_batch_size, low=1, high=255)
-        for name in ("process_capped_patches", "provisional_classes"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
-        check_real("confident_threshold", self.confident_threshold, low=0, high=1, low_inclusive=False)
-        check_real("single_view_confidence", self.single_view_confidence, low=0, high=1)
-        check_integer("predictor_depth", self.predictor_depth, low=0, high=10)
-        check_real("predictor_l2", self.predictor_l2, low=0)
-        check_integer("confnet_depth", self.confnet_depth, low=0, high=10)
-        check_real("confnet_l2", self.confnet_l2, low=0)
-        check_real("eta", self.eta, low=0, high=0.5, low_inclusive=False)
-        check_choice("confidence", self.confidence, CONFIDENCE_SOURCES)
-        check_choice("predictor_training", self.predictor_training, ("graph", "patches"))
-        check_choice("confnet_features", self.confnet_features, ("structure", "embedding"))
-        check_choice("labels", self.labels, ("graph", "views"))
-        check_choice("graph_method", self.graph_method, ("auto", "exact", "hnsw"))
-        check_bool("verbose", self.verbose)
-        if self.progress is not None and not callable(self.progress):
-            raise ValueError(
-                f"progress must be a callable progress(stage, done, total) or None, got {self.progress!r}."
-            )
-        threshold = self.outlier_threshold
-        if threshold is not None and not (isinstance(threshold, str) and threshold == "auto"):
-            if isinstance(threshold, str):
-                raise ValueError(
-                    f"outlier_threshold={threshold!r} is not supported; use 'auto', a float in "
-                    "[0, 1] or None."
-                )
-            check_real("outlier_threshold", threshold, low=0, high=1)
+        self.unlabeled = unlabeled
 
     @serialised
     def fit(self, X, y, graph=None, validation=None):
@@ -355,62 +307,51 @@ class FastProp(EstimatorParams):
         X : array_like of shape (n_samples, n_features)
             Embeddings.
         y : array_like of shape (n_samples,)
-            Integer labels, -1 for unlabeled samples.
+            Class labels (integers or names), ``unlabeled`` (default -1) for
+            unlabeled samples.
         graph : sparse matrix of shape (n_samples, n_samples), optional
             A precomputed non-negative affinity (e.g. from
             :func:`fastprop.build_knn_graph`); built with ``n_neighbors``
             otherwise.
         validation : tuple (indices, labels), optional
-            Unlabeled samples whose truth is known (-1 for a known outlier),
-            used only to choose the outlier threshold.
+            Unlabeled samples whose truth is known (``unlabeled`` for a known
+            outlier), used only to choose the outlier threshold.
 
         Returns
         -------
         self
         """
-        self._check_parameters()
+        check_settings(self)
+        notify = Reporter(self.progress, self.verbose)
         features = check_features(X, rescale_rows=True)  # only directions matter: cosine graph, unit rows
         n_samples = features.shape[0]
-        classes, seed_class = check_labels(y, n_samples)
+        classes, seed_class = check_labels(y, n_samples, self.unlabeled)
         labeled = seed_class >= 0
         if validation is not None:
-            validation = check_validation(validation, n_samples, labeled, classes)
+            validation = check_validation(validation, n_samples, labeled, classes, self.unlabeled)
         rng = check_random_state(self.random_state)
         tie_rank = rng.permutation(n_samples)
         timings = {}
         clock = time.perf_counter()
         if graph is None:
-            self._notify("graph")
+            notify("graph")
             graph = self._build_graph(features, rng)
         else:
             graph = check_graph(graph, n_samples)
-        settings = PatchSettings(
-            min_gain=float(self.min_gain),
-            max_patch_size=int(self.max_patch_size),
-            exclusion_hops=int(self.exclusion_hops),
-            depth=int(self.predictor_depth),
-        )
-        workspace_shape = dict(n_columns=features.shape[1], n_slots=self._batch_size(n_samples),
-                               batch_columns=classes.size)
-        check_memory(
-            PatchWorkspace.bytes_needed(graph, settings, **workspace_shape),
-            f"FastProp's patch buffers (max_patch_size={self.max_patch_size!r}, patch_batch_size="
-            f"{self.patch_batch_size!r}, {features.shape[1]} features, {classes.size} classes)",
-            "lower max_patch_size or patch_batch_size.",
-        )
-        context = _FitContext(
+        context = FitContext(
             graph=graph, walk=RandomWalk(graph), features=features, row_scale=inverse_norms(features),
             seed_class=seed_class, n_classes=classes.size, tie_rank=tie_rank, rng=rng,
-            workspace=PatchWorkspace(graph, settings, **workspace_shape),
+            workspace=self._workspace(graph, features.shape[1], classes.size),
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
-        state, distributions, multiview, confnet, pass_timings = self._propagation_pass(context)
-        timings.update(pass_timings)
-        final = self._final_confidence(multiview, confnet, labeled)
+        found = propagation_pass(context, pass_options(self), notify)
+        timings.update(found.timings)
+        final = final_confidence(self.confidence, found.multiview, found.confnet, labeled)
         unlabeled = np.flatnonzero(~labeled)
         clock = time.perf_counter()
-        predicted = distributions.argmax(axis=1)
-        threshold = self._choose_threshold(final, predicted, unlabeled, validation)
+        predicted = found.distributions.argmax(axis=1)
+        predicted[labeled] = seed_class[labeled]
+        threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation)
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
         self.n_provisional_classes_ = 0
@@ -423,95 +364,131 @@ class FastProp(EstimatorParams):
             if known is not None:
                 final = np.clip(0.5 * (final + known), 0.0, 1.0)
                 final[labeled] = 1.0
-                threshold = self._choose_threshold(final, predicted, unlabeled, validation)
+                threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation)
         timings["provisional"] = time.perf_counter() - clock
 
-        transduction = classes[predicted]
-        transduction[labeled] = classes[seed_class[labeled]]
+        fitted_class = predicted.copy()
         if threshold > 0:
-            transduction[(final < threshold) & ~labeled] = -1
+            predicted[(final < threshold) & ~labeled] = -1
         self.n_features_in_ = features.shape[1]
         self.classes_ = classes
-        self.label_distributions_ = distributions
+        self.label_distributions_ = found.distributions
         self.confidence_ = final
-        self.multiview_confidence_ = multiview
-        self.confnet_confidence_ = np.full(n_samples, np.nan) if confnet is None else np.where(labeled, 1.0, confnet)
-        self.view_count_ = state.view_count
-        self.transduction_ = transduction
+        self.multiview_confidence_ = found.multiview
+        self.confnet_confidence_ = (np.full(n_samples, np.nan) if found.confnet is None
+                                    else np.where(labeled, 1.0, found.confnet))
+        self.view_count_ = found.state.view_count
+        self.transduction_ = decode_labels(classes, predicted, self.unlabeled)
         self.outlier_threshold_ = float(threshold)
-        self.n_iter_ = state.n_patches
-        self.n_starts_ = state.n_starts
+        self.n_iter_ = found.state.n_patches
+        self.n_starts_ = found.state.n_starts
+        self.n_training_patches_ = found.n_training_patches
         self.graph_ = graph
         self.timings_ = timings
-        self._notify("done")
+        self.predictor_ = NeighbourhoodPredictor(
+            features, context.row_scale, found.logit_levels, found.coef, found.intercept,
+            n_neighbors=self.n_neighbors, confidence=final, fitted_class=fitted_class,
+            seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
+        )
+        notify("done")
         return self
 
-    def _propagation_pass(self, context):
-        """Train the local predictor on the seeds, propagate, run ConfNet."""
-        timings = {}
-        clock = time.perf_counter()
-        self._notify("training")
-        if self.predictor_training == "patches":
-            rows, row_class, self.n_training_patches_ = training_features(
-                context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
-            )
-        else:
-            seeds = np.flatnonzero(context.seed_class >= 0)
-            rows = context.walk.smooth(context.features, seeds, int(self.predictor_depth),
-                                       row_scale=context.row_scale)
-            row_class, self.n_training_patches_ = context.seed_class[seeds], 0
-        coef, intercept = fit_softmax_regression(
-            rows, np.eye(context.n_classes)[row_class], l2=float(self.predictor_l2)
+    def predict(self, X):
+        """Label new points: a class of ``classes_``, or ``unlabeled`` (an outlier).
+
+        Each point is placed by its ``n_neighbors`` nearest fitted samples
+        and labelled by the fitted local predictor on that neighbourhood; its
+        confidence (:meth:`predict_confidence`) below ``outlier_threshold_``
+        rejects it. See :mod:`fastprop.prediction`. The fitted samples' own
+        labels are ``transduction_``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_points, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_points,)
+        """
+        distributions, confidence = self._predict_new(X)
+        predicted = distributions.argmax(axis=1)
+        predicted[confidence < self.outlier_threshold_] = -1
+        return decode_labels(self.classes_, predicted, self.unlabeled)
+
+    def predict_proba(self, X):
+        """Class distributions of new points (rows sum to 1; columns in the order of ``classes_``).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_points, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_points, n_classes)
+        """
+        return self._predict_new(X)[0]
+
+    def predict_confidence(self, X):
+        """Confidence of new points in [0, 1], comparable with ``confidence_`` and ``outlier_threshold_``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_points, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_points,)
+        """
+        return self._predict_new(X)[1]
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of :meth:`predict` on points of known truth, ``unlabeled`` marking a true outlier.
+
+        A rejected point is right when it is an outlier, an accepted one when
+        its class is right (the paper's accuracy with rejection).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_points, n_features)
+        y : array_like of shape (n_points,)
+            Classes of ``classes_``, or ``unlabeled`` for a point of no known class.
+        sample_weight : array_like of shape (n_points,), optional
+
+        Returns
+        -------
+        float
+        """
+        truth = encode_known(y, self.classes_, self.unlabeled, name="y")
+        distributions, confidence = self._predict_new(X)
+        if truth.size != confidence.size:
+            raise ValueError(f"y has {truth.size} labels but X has {confidence.size} points.")
+        predicted = distributions.argmax(axis=1)
+        predicted[confidence < self.outlier_threshold_] = -1
+        return float(np.average(predicted == truth, weights=sample_weight))
+
+    @serialised
+    def _predict_new(self, X):
+        self._check_fitted()
+        features = check_features(X, rescale_rows=True)
+        self._check_n_features(features)
+        return self.predictor_.predict(features)
+
+    def _workspace(self, graph, n_features, n_classes):
+        settings = PatchSettings(
+            min_gain=float(self.min_gain),
+            max_patch_size=int(self.max_patch_size),
+            exclusion_hops=int(self.exclusion_hops),
+            depth=int(self.predictor_depth),
         )
-        # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
-        logits = (context.features @ coef.astype(np.float32)).astype(np.float64)
-        if context.row_scale is not None:
-            logits *= context.row_scale[:, None]
-        timings["training"] = time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        override = None
-        if self.confidence == "random":
-            override = context.rng.random(context.features.shape[0]).__getitem__
-        state = propagate(
-            context.workspace, logits, intercept, context.seed_class, context.tie_rank,
-            confident_threshold=float(self.confident_threshold),
-            single_view_confidence=float(self.single_view_confidence),
-            process_capped_patches=self.process_capped_patches,
-            confidence_override=override,
-            progress=self._propagation_progress if self.verbose or self.progress else None,
+        shape = dict(n_columns=n_features, n_slots=batch_size(self.patch_batch_size, graph.shape[0]),
+                     batch_columns=n_classes)
+        check_memory(
+            PatchWorkspace.bytes_needed(graph, settings, **shape),
+            f"FastProp's patch buffers (max_patch_size={self.max_patch_size!r}, patch_batch_size="
+            f"{self.patch_batch_size!r}, {n_features} features, {n_classes} classes)",
+            "lower max_patch_size or patch_batch_size.",
         )
-        timings["propagation"] = time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        labeled = context.seed_class >= 0
-        distributions, multiview = self._distributions(state, context.walk, logits, intercept, labeled)
-        # (n, n_classes): ConfNet needs neither the logits nor, with labels="graph", their smoothing yet.
-        smoothed_logits = None
-        if self.labels == "graph":
-            smoothed_logits = context.walk.smooth(logits, None, int(self.predictor_depth))
-        del logits
-        confnet = None
-        if self.confidence in ("both", "confnet"):
-            self._notify("confnet")
-            if self.confnet_features == "structure":
-                inputs = structural_features(context.walk, distributions, state.view_count)
-            else:
-                inputs = unit_rows(context.features)
-            confnet = confnet_confidence(
-                context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=float(self.eta),
-                depth=int(self.confnet_depth), l2=float(self.confnet_l2), tie_rank=context.tie_rank,
-            )
-        timings["confnet"] = time.perf_counter() - clock
-        if smoothed_logits is not None:
-            unlabeled = np.flatnonzero(~labeled)
-            distributions[unlabeled] = softmax_proba(smoothed_logits[unlabeled], np.eye(context.n_classes), intercept)
-        return state, distributions, multiview, confnet, timings
-
-    def _batch_size(self, n_samples):
-        if self.patch_batch_size == "auto":
-            return 1 if n_samples < BATCH_FROM_SAMPLES else 8
-        return int(self.patch_batch_size)
+        return PatchWorkspace(graph, settings, **shape)
 
     def _build_graph(self, features, rng):
         """The kNN graph, with K clamped to n_samples - 1 on tiny inputs."""
@@ -519,69 +496,6 @@ class FastProp(EstimatorParams):
         # thread; without one, on all cores (see knn_search's n_jobs).
         n_jobs = None if self.random_state is not None else -1
         return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
-
-    def _distributions(self, state, walk, logits, intercept, labeled):
-        """Mean of views where there are any, the global predictor elsewhere.
-
-        Computed in place in ``state.probability_sum`` (which it returns):
-        the view sums are not needed afterwards, and at a million vertices
-        each (n, n_classes) copy is worth saving.
-        """
-        seen = state.view_count > 0
-        distributions = state.probability_sum
-        mean_of_views = (seen & ~labeled)[:, None]  # seeds keep their one-hot row
-        np.divide(distributions, state.view_count[:, None], out=distributions, where=mean_of_views)
-        unreached = np.flatnonzero(~seen & ~labeled)
-        if unreached.size:
-            smoothed = walk.smooth(logits, unreached, int(self.predictor_depth))
-            distributions[unreached] = softmax_proba(smoothed, np.eye(logits.shape[1]), intercept)
-        distributions /= distributions.sum(axis=1, keepdims=True)
-        multiview = np.where(seen | labeled, state.confidence, 0.0)
-        return distributions, multiview
-
-    def _final_confidence(self, multiview, confnet, labeled):
-        if self.confidence == "confnet" and confnet is not None:
-            final = confnet.copy()
-        elif self.confidence == "both" and confnet is not None:
-            final = 0.5 * (multiview + confnet)
-        else:
-            final = multiview.copy()
-        final[labeled] = 1.0
-        return np.clip(final, 0.0, 1.0)
-
-    def _choose_threshold(self, confidence, predicted, unlabeled, validation):
-        if validation is not None:
-            indices, truth = validation
-            # -inf (rejecting nothing is best) reads better as 0; +inf (rejecting everything is, e.g.
-            # when every validation sample is a known outlier) as the smallest float above 1.
-            return min(max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0),
-                       REJECT_ALL)
-        if self.outlier_threshold is None:
-            return 0.0
-        if isinstance(self.outlier_threshold, str):
-            return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
-        return float(self.outlier_threshold)
-
-    def _notify(self, stage, done=None, total=None):
-        if self.progress is not None:
-            self.progress(stage, done, total)
-        elif self.verbose:
-            if stage == "propagation":
-                sys.stderr.write(f"\rfastprop: propagating, {done}/{total} confident")
-            else:
-                prefix = "\n" if stage == "confnet" else ""
-                sys.stderr.write(f"{prefix}fastprop: {_STAGE_TEXT[stage]}\n")
-
-    def _propagation_progress(self, n_confident, n_vertices):
-        self._notify("propagation", n_confident, n_vertices)
-
-
-_STAGE_TEXT = {
-    "graph": "building the kNN graph",
-    "training": "training the local predictor",
-    "confnet": "training ConfNet",
-    "done": "done",
-}
 
 
 def warmup():
@@ -602,5 +516,5 @@ def warmup():
     y = np.full(60, -1)
     y[[0, 30]] = [0, 1]
     for training in ("graph", "patches"):
-        FastProp(n_neighbors=5, predictor_training=training, random_state=0).fit(X, y)
+        FastProp(n_neighbors=5, predictor_training=training, random_state=0).fit(X, y).predict(X[:2])
     return time.perf_counter() - clock

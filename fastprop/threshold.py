@@ -19,6 +19,11 @@ from ._validation import check_scores
 
 __all__ = ["choose_threshold", "accuracy_with_rejection", "automatic_threshold", "otsu_threshold"]
 
+#: The confidence sources of ``FastProp(confidence=...)``.
+CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
+#: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
+REJECT_ALL = float(np.nextafter(1.0, 2.0))
+
 
 def accuracy_with_rejection(confidence, predicted, truth, threshold):
     """Top-1 accuracy when samples below ``threshold`` are predicted as outliers.
@@ -161,3 +166,53 @@ def automatic_threshold(confidence):
     if confidence.size == 0:
         return 0.0
     return 0.5 * otsu_threshold(np.clip(confidence, 0.0, 1.0))
+
+
+def final_confidence(source, multiview, confnet, labeled):
+    """FastProp's confidence from its two stages: ``source`` is its ``confidence`` setting.
+
+    ``"both"`` is their mean (the paper's ConfNet-dagger); without a ConfNet
+    (not run, or not trainable) the multi-view confidence stands alone.
+    Seeds get 1; the result is clipped to [0, 1].
+    """
+    if source == "confnet" and confnet is not None:
+        final = confnet.copy()
+    elif source == "both" and confnet is not None:
+        final = 0.5 * (multiview + confnet)
+    else:
+        final = multiview.copy()
+    final[labeled] = 1.0
+    return np.clip(final, 0.0, 1.0)
+
+
+def fitted_threshold(setting, confidence, predicted, unlabeled, validation):
+    """The ``o_tau`` a fit uses.
+
+    Parameters
+    ----------
+    setting : "auto", float or None
+        ``FastProp(outlier_threshold=...)``.
+    confidence : ndarray of shape (n_samples,)
+    predicted : ndarray of shape (n_samples,)
+        Class indices.
+    unlabeled : ndarray of int
+        Indices of the unlabeled samples (the ones ``"auto"`` looks at).
+    validation : (indices, encoded truth) or None
+        When given, the threshold that maximises accuracy on it
+        (:func:`choose_threshold`) wins over ``setting``.
+
+    Returns
+    -------
+    float
+        In [0, ``REJECT_ALL``]: ``-inf`` (rejecting nothing is best) reads as 0,
+        ``+inf`` (rejecting everything is, e.g. when every validation sample
+        is a known outlier) as ``REJECT_ALL``.
+    """
+    if validation is not None:
+        indices, truth = validation
+        return min(max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0), REJECT_ALL)
+    if setting is None:
+        return 0.0
+    if isinstance(setting, str):
+        return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
+    return float(setting)

@@ -187,7 +187,7 @@ def test_bad_inputs():
         FastProp().fit(X, y[:10])
     with pytest.raises(ValueError, match="no labeled sample"):
         FastProp().fit(X, np.full(len(X), -1))
-    with pytest.raises(ValueError, match="integer labels"):
+    with pytest.raises(ValueError, match="Unknown label type: y holds non-integral numbers"):
         FastProp().fit(X, y + 0.5)
     with pytest.raises(ValueError, match="graph has shape"):
         FastProp().fit(X, y, graph=build_knn_graph(X[:50], 5))

@@ -604,7 +604,7 @@ def test_save_graph_names_the_target_and_leaves_nothing(issue, tmp_path, monkeyp
 def test_validation_of_only_known_outliers_gives_a_finite_threshold(issue, tmp_path, capsys):
     """The threshold was inf, and the CLI printed 'confidence below inf'."""
     from fastprop.cli import main
-    from fastprop.estimator import REJECT_ALL
+    from fastprop.threshold import REJECT_ALL
 
     X, y, _ = issue
     indices = np.arange(10, 20)

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 from .._concurrency import serialised
 from .._params import EstimatorParams
-from .._validation import check_features, check_graph, check_integer, check_labels
+from .._labels import check_labels
+from .._validation import check_features, check_graph, check_integer
 from ..graph import fit_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import NpzArchive, read_npy, write_atomically
-from .._validation import check_labels, check_validation
+from .._labels import check_labels, check_validation
 from ._numbers import looks_like_a_header, parse_integer
 from ..evaluation.datasets import load_embeddings
 

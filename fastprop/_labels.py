@@ -1,0 +1,230 @@
+"""Labels as users have them: integers or class names, with a marker for "unlabeled".
+
+Every estimator encodes ``y`` once into class indices (``-1`` unlabeled) with
+:func:`check_labels`, works on those, and decodes its outputs with
+:func:`decode_labels`, where the same marker stands for an outlier. Integer
+labels keep their historical rules (the marker is -1, classes are >= 0);
+class names may be strings or any sortable objects of one kind.
+"""
+
+import numbers
+
+import numpy as np
+
+from ._validation import _MAX_SHOWN, as_integer_labels
+
+#: The default marker of an unlabeled sample in ``y`` (and of an outlier in the outputs).
+UNLABELED = -1
+
+
+def _shown_values(values):
+    values = list(values[:_MAX_SHOWN])
+    return ", ".join(repr(value.item() if isinstance(value, np.generic) else value) for value in values)
+
+
+def _distinct(values):
+    """The distinct values, in order of first appearance (any kind of label)."""
+    return list(dict.fromkeys(values.tolist()))
+
+
+def _is_name_array(labels):
+    return labels.dtype.kind in "UO"
+
+
+def check_unlabeled(unlabeled):
+    """Validate the ``unlabeled`` marker: an int, a string or None."""
+    if isinstance(unlabeled, (bool, np.bool_)) or not (
+        unlabeled is None or isinstance(unlabeled, (numbers.Integral, str))
+    ):
+        raise ValueError(
+            f"unlabeled must be an int (default -1), a string or None, got {unlabeled!r}."
+        )
+    return unlabeled
+
+
+def _marker_mask(labels, unlabeled):
+    """Where ``labels`` (a str or object array) holds the marker.
+
+    With an integer marker its decimal string counts too, since
+    ``numpy.asarray(["cat", -1])`` turns -1 into "-1".
+    """
+    if labels.dtype.kind == "U":
+        if unlabeled is None:
+            return np.zeros(labels.shape, dtype=bool)
+        return labels == str(unlabeled)
+    if unlabeled is None:
+        return np.fromiter((value is None for value in labels), dtype=bool, count=labels.size)
+    text = str(unlabeled)
+    return np.fromiter(
+        (isinstance(value, (str, numbers.Integral)) and not isinstance(value, (bool, np.bool_))
+         and (value == unlabeled or value == text) for value in labels),
+        dtype=bool, count=labels.size,
+    )
+
+
+def check_labels(y, n_samples, unlabeled=UNLABELED):
+    """Validate semi-supervised labels; ``unlabeled`` (default -1) marks an unlabeled sample.
+
+    Parameters
+    ----------
+    y : array_like of shape (n_samples,)
+        Integer labels, or class names (strings, or objects of one sortable kind).
+    n_samples : int
+    unlabeled : int, str or None
+        The marker of an unlabeled sample.
+
+    Returns
+    -------
+    classes : ndarray
+        The sorted distinct labels other than the marker: int64 for integer
+        labels, the names' dtype otherwise.
+    encoded : ndarray of shape (n_samples,), int64
+        Index into ``classes`` for labeled samples, -1 for unlabeled ones.
+    """
+    unlabeled = check_unlabeled(unlabeled)
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {labels.shape}.")
+    if labels.shape[0] != n_samples:
+        raise ValueError(
+            f"y has {labels.shape[0]} labels but X has {n_samples} samples; "
+            f"pass one label per sample ({unlabeled!r} for unlabeled)."
+        )
+    if labels.dtype.kind == "S":
+        labels = labels.astype(str)
+    if _is_name_array(labels):
+        labeled = ~_marker_mask(labels, unlabeled)
+        named = labels[labeled]
+        if labels.dtype.kind == "O":
+            if all(isinstance(value, str) for value in named):
+                named = named.astype(str)
+            elif all(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+                     for value in named):
+                named = as_integer_labels(named.astype(np.int64), "y")
+            else:
+                raise ValueError(
+                    "y mixes labels of different kinds (e.g. strings and numbers) or holds labels "
+                    f"that are neither integers nor strings ({_shown_values(named)}); use integers, "
+                    f"or strings with unlabeled={unlabeled!r} marking the unlabeled samples."
+                )
+    else:
+        if not isinstance(unlabeled, numbers.Integral):
+            raise ValueError(
+                f"y holds numbers but unlabeled={unlabeled!r} is not one; use an integer marker "
+                "(default -1) with integer labels."
+            )
+        if labels.dtype.kind == "f" and not (np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))):
+            raise ValueError(
+                "Unknown label type: y holds non-integral numbers, which are not class labels; "
+                "pass integers or class names (strings), with -1 (or the unlabeled marker) for "
+                "unlabeled samples."
+            )
+        labels = as_integer_labels(labels, "y")
+        labeled = labels != unlabeled
+        named = labels[labeled]
+        if unlabeled == UNLABELED and (named < 0).any():
+            raise ValueError(
+                f"y has negative labels other than -1 ({_shown_values(np.unique(named[named < 0]))}); "
+                "-1 is the only marker for unlabeled samples, class labels must be >= 0."
+            )
+    if not labeled.any():
+        raise ValueError(
+            f"y has no labeled sample (all labels are {unlabeled!r}); give at least one seed label."
+        )
+    classes, encoded_labeled = np.unique(named, return_inverse=True)
+    encoded = np.full(n_samples, -1, dtype=np.int64)
+    encoded[labeled] = encoded_labeled.ravel()
+    if classes.dtype.kind in "iu":
+        classes = classes.astype(np.int64)
+    return classes, encoded
+
+
+def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
+    """Class indices of known labels in the user's space; the marker (a known outlier) gives -1.
+
+    Raises a ValueError naming the labels that are not classes of ``y``.
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {labels.shape}.")
+    if labels.dtype.kind == "S":
+        labels = labels.astype(str)
+    if _is_name_array(labels):
+        outlier = _marker_mask(labels, unlabeled)
+    else:
+        labels = as_integer_labels(labels, name)
+        outlier = labels == unlabeled if isinstance(unlabeled, numbers.Integral) else np.zeros(labels.shape, bool)
+    lookup = {value: index for index, value in enumerate(classes.tolist())}
+    encoded = np.array([-1 if is_outlier else lookup.get(value, -2)
+                        for value, is_outlier in zip(labels.tolist(), outlier.tolist())], dtype=np.int64)
+    unknown = encoded == -2
+    if unknown.any():
+        raise ValueError(
+            f"{name} {_shown_values(_distinct(labels[unknown]))} are not classes of y "
+            f"({_shown_values(classes)}{', ...' if classes.size > _MAX_SHOWN else ''}); use "
+            f"{unlabeled!r} for samples of no known class."
+        )
+    return encoded
+
+
+def decode_labels(classes, encoded, unlabeled=UNLABELED):
+    """The user's labels of class indices ``encoded``; -1 (an outlier) becomes ``unlabeled``.
+
+    Integer classes with an integer marker give int64; names give their
+    string dtype when the marker is a string too, an object array otherwise.
+    """
+    encoded = np.asarray(encoded)
+    outlier = encoded < 0
+    picked = classes[np.where(outlier, 0, encoded)] if classes.size else np.empty(encoded.shape, classes.dtype)
+    if classes.dtype.kind in "iu" and isinstance(unlabeled, numbers.Integral):
+        return np.where(outlier, unlabeled, picked).astype(np.int64)
+    if classes.dtype.kind == "U" and isinstance(unlabeled, str):
+        return np.where(outlier, np.array(unlabeled), picked)
+    decoded = picked.astype(object)
+    decoded[outlier] = unlabeled
+    return decoded
+
+
+def check_validation(validation, n_samples, labeled_mask, classes, unlabeled=UNLABELED):
+    """Validate a ``(indices, labels)`` pair of samples with known truth.
+
+    Labels are in the user's label space; the ``unlabeled`` marker (default
+    -1) means a known outlier.
+
+    Returns
+    -------
+    indices : ndarray of int64
+    encoded : ndarray of int64
+        Index into ``classes``, or -1 for a known outlier.
+    """
+    try:
+        indices, labels = validation
+    except (TypeError, ValueError):
+        raise ValueError(
+            "validation must be a pair (indices, labels) of equal-length 1-D arrays, "
+            f"got {type(validation).__name__}."
+        ) from None
+    indices = np.asarray(indices)
+    labels = np.asarray(labels)
+    if indices.ndim != 1 or labels.ndim != 1 or indices.shape != labels.shape:
+        raise ValueError(
+            "validation must be (indices, labels) of equal-length 1-D arrays, got shapes "
+            f"{indices.shape} and {labels.shape}."
+        )
+    if indices.size == 0:
+        raise ValueError("validation is empty; pass at least one (index, label) pair or None.")
+    indices = as_integer_labels(indices, "validation indices")
+    out_of_range = (indices < 0) | (indices >= n_samples)
+    if out_of_range.any():
+        raise ValueError(
+            f"validation indices must be in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}."
+        )
+    if np.unique(indices).size != indices.size:
+        raise ValueError("validation indices must be distinct; some index appears twice.")
+    overlapping = labeled_mask[indices]
+    if overlapping.any():
+        raise ValueError(
+            f"validation indices {_shown_values(indices[overlapping])} are labeled seeds; the validation "
+            f"samples must be unlabeled in y (set y[i] = {unlabeled!r} or drop them from validation)."
+        )
+    return indices, encode_known(labels, classes, unlabeled, name="validation labels")

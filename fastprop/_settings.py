@@ -1,0 +1,87 @@
+"""FastProp's hyperparameters: their checks, and what they mean for one fit.
+
+Kept apart from the estimator so that ``FastProp`` itself is a thin shell:
+``fit`` calls :func:`check_settings` first (scikit-learn's rule: parameters
+are stored as given by ``__init__`` and ``set_params`` and validated by
+``fit``), then reads :func:`pass_options` and :func:`batch_size`.
+"""
+
+import numpy as np
+
+from ._labels import check_unlabeled
+from ._validation import check_bool, check_choice, check_integer, check_real
+from .propagation import PassOptions
+from .threshold import CONFIDENCE_SOURCES
+
+#: From this many samples on, ``patch_batch_size="auto"`` processes patches in
+#: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k;
+#: both before single patches were shared among the threads by rows).
+BATCH_FROM_SAMPLES = 200_000
+
+
+def check_settings(model):
+    """Raise a ValueError naming the first invalid hyperparameter of ``model`` (a FastProp)."""
+    check_integer("n_neighbors", model.n_neighbors, low=1)
+    check_real("min_gain", model.min_gain, low=0, low_inclusive=False)
+    check_integer("max_patch_size", model.max_patch_size, low=2)
+    check_integer("exclusion_hops", model.exclusion_hops, low=0)
+    if not (isinstance(model.patch_batch_size, str) and model.patch_batch_size == "auto"):
+        if isinstance(model.patch_batch_size, str):
+            raise ValueError(
+                f"patch_batch_size={model.patch_batch_size!r} is not supported; use 'auto' or an "
+                "integer in [1, 255]."
+            )
+        check_integer("patch_batch_size", model.patch_batch_size, low=1, high=255)
+    for name in ("process_capped_patches", "provisional_classes"):
+        if not isinstance(getattr(model, name), (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {getattr(model, name)!r}.")
+    check_real("confident_threshold", model.confident_threshold, low=0, high=1, low_inclusive=False)
+    check_real("single_view_confidence", model.single_view_confidence, low=0, high=1)
+    check_integer("predictor_depth", model.predictor_depth, low=0, high=10)
+    check_real("predictor_l2", model.predictor_l2, low=0)
+    check_integer("confnet_depth", model.confnet_depth, low=0, high=10)
+    check_real("confnet_l2", model.confnet_l2, low=0)
+    check_real("eta", model.eta, low=0, high=0.5, low_inclusive=False)
+    check_choice("confidence", model.confidence, CONFIDENCE_SOURCES)
+    check_choice("predictor_training", model.predictor_training, ("graph", "patches"))
+    check_choice("confnet_features", model.confnet_features, ("structure", "embedding"))
+    check_choice("labels", model.labels, ("graph", "views"))
+    check_choice("graph_method", model.graph_method, ("auto", "exact", "hnsw"))
+    check_unlabeled(model.unlabeled)
+    check_bool("verbose", model.verbose)
+    if model.progress is not None and not callable(model.progress):
+        raise ValueError(
+            f"progress must be a callable progress(stage, done, total) or None, got {model.progress!r}."
+        )
+    threshold = model.outlier_threshold
+    if threshold is not None and not (isinstance(threshold, str) and threshold == "auto"):
+        if isinstance(threshold, str):
+            raise ValueError(
+                f"outlier_threshold={threshold!r} is not supported; use 'auto', a float in [0, 1] or None."
+            )
+        check_real("outlier_threshold", threshold, low=0, high=1)
+
+
+def pass_options(model):
+    """The settings of one propagation pass, as plain Python numbers."""
+    return PassOptions(
+        predictor_training=model.predictor_training,
+        predictor_depth=int(model.predictor_depth),
+        predictor_l2=float(model.predictor_l2),
+        confident_threshold=float(model.confident_threshold),
+        single_view_confidence=float(model.single_view_confidence),
+        process_capped_patches=bool(model.process_capped_patches),
+        confidence=model.confidence,
+        labels=model.labels,
+        confnet_features=model.confnet_features,
+        confnet_depth=int(model.confnet_depth),
+        confnet_l2=float(model.confnet_l2),
+        eta=float(model.eta),
+    )
+
+
+def batch_size(patch_batch_size, n_samples):
+    """Patches per batch: ``"auto"`` is 1 below ``BATCH_FROM_SAMPLES`` samples, 8 from there on."""
+    if patch_batch_size == "auto":
+        return 1 if n_samples < BATCH_FROM_SAMPLES else 8
+    return int(patch_batch_size)

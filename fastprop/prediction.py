@@ -1,0 +1,170 @@
+"""Where a new point is labelled: its neighbourhood among the fitted samples, the fitted predictor.
+
+A fitted FastProp labels its own samples with the local predictor applied to
+each sample's whole-graph neighbourhood, ``softmax(S^depth L + b)`` with
+``S = D~^-1 (W + I)`` the random walk with self loops and ``L = (X / |X|) W``
+its logits. A new point ``x`` joins that graph as a vertex with edges to its
+``n_neighbors`` nearest fitted samples (weight ``max(cos, 0)``, as the graph's
+own edges) and no edge pointing back, so no fitted sample's neighbourhood
+changes. Its smoothed logits then follow from the fitted samples' levels
+``S^k L`` (``k < depth``), which the fit keeps:
+
+``l_0 = L_x``, ``l_{k+1} = (l_k + sum_j w_j (S^k L)_j) / (1 + sum_j w_j)``.
+
+For a fitted sample given its own graph row this is exactly the label
+``fit`` gave it (``labels="graph"``).
+
+Its confidence is the similarity-weighted share of neighbour confidence that
+agrees with it: ``sum_j w_j c_j [class_j == class_x] / sum_j w_j``, with
+``c_j`` the fitted final confidence and ``class_j`` the fitted class (before
+rejection). A point among confident samples of its own class scores as they
+do; a point among outliers, or among samples that disagree with it, scores
+low. The fitted outlier threshold then rejects it or not.
+
+Neighbours are found exactly (blocked products) up to
+:data:`fastprop.graph.EXACT_SEARCH_MAX_SAMPLES` fitted samples; above, in an
+hnswlib index built on first use (and kept, also when pickled).
+"""
+
+import numpy as np
+
+from ._kernels.topk import top_k_rows
+from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
+from .linear import softmax_proba
+from .locality import insertion_order, spatial_order
+from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
+
+#: New points labelled at a time (bounds the (rows, n_neighbors, n_classes) gathers).
+ROWS_PER_BLOCK = 2048
+#: hnswlib settings of the index built for new points (as :func:`fastprop.build_knn_graph`'s).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 100
+
+
+class NeighbourhoodPredictor:
+    """What a fitted FastProp keeps to label new points.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n_samples, n_features), float32
+        The fitted embeddings as checked by ``fit`` (not copied: ``X`` itself
+        when it already was C-contiguous float32, so do not modify it).
+    row_scale : ndarray of shape (n_samples,) or None
+        Their inverse norms (None: unit rows).
+    logit_levels : sequence of ndarray of shape (n_samples, n_classes)
+        ``S^k L`` for ``k = 0 .. depth - 1``.
+    coef : ndarray of shape (n_features, n_classes)
+    intercept : ndarray of shape (n_classes,)
+    n_neighbors : int
+    confidence : ndarray of shape (n_samples,)
+        The fitted final confidence.
+    fitted_class : ndarray of shape (n_samples,), int64
+        The fitted class index of each sample, before rejection (seeds: their own).
+    seed : int
+        Seeds the hnswlib index, when one is built.
+    build_jobs : int or None
+        Threads building it (1 keeps it reproducible).
+    """
+
+    def __init__(self, features, row_scale, logit_levels, coef, intercept, n_neighbors, confidence,
+                 fitted_class, seed, build_jobs):
+        self.features = features
+        self.row_scale = row_scale
+        self.logit_levels = tuple(logit_levels)
+        self.coef = np.asarray(coef, dtype=np.float32)
+        self.intercept = np.asarray(intercept, dtype=np.float64)
+        self.n_neighbors = int(min(n_neighbors, features.shape[0]))
+        self.confidence = confidence
+        self.fitted_class = fitted_class
+        self.seed = int(seed)
+        self.build_jobs = build_jobs
+        self.index = None
+
+    @property
+    def nbytes(self):
+        """Bytes held for prediction besides the fitted embeddings (which ``fit`` was given)."""
+        arrays = [*self.logit_levels, self.coef, self.intercept, self.confidence, self.fitted_class]
+        if self.row_scale is not None:
+            arrays.append(self.row_scale)
+        held = sum(array.nbytes for array in arrays)
+        if self.index is not None:
+            # hnswlib keeps a copy of the vectors and, per element, a level-0 list of 2 * M links
+            held += self.index.get_current_count() * (4 * self.features.shape[1] + 4 * (2 * HNSW_M + 1) + 8)
+        return held
+
+    def neighbours(self, unit):
+        """The ``n_neighbors`` nearest fitted samples of each row of ``unit`` and their edge weights.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_rows, n_neighbors), int64
+        weights : ndarray of shape (n_rows, n_neighbors), float64
+            ``max(cos, 0)``.
+        """
+        n_rows, k = unit.shape[0], self.n_neighbors
+        if self.features.shape[0] <= EXACT_SEARCH_MAX_SAMPLES:
+            indices = np.empty((n_rows, k), dtype=np.int64)
+            similarities = np.empty((n_rows, k), dtype=np.float32)
+            block = max(1, SIMILARITY_BLOCK_BYTES // (4 * self.features.shape[0]))
+            for start in range(0, n_rows, block):
+                stop = min(start + block, n_rows)
+                scores = unit[start:stop] @ self.features.T
+                if self.row_scale is not None:
+                    scores *= self.row_scale.astype(np.float32)
+                # first_row below zero: no column is skipped as the row's own
+                top_k_rows(scores, k, -(stop - start) - 1, indices[start:stop], similarities[start:stop])
+        else:
+            index = self._hnsw()
+            index.set_ef(max(2 * k, 64))
+            labels, distances = index.knn_query(unit, k=k)
+            indices, similarities = labels.astype(np.int64), 1.0 - distances
+        return indices, np.maximum(similarities.astype(np.float64), 0.0)
+
+    def _hnsw(self):
+        if self.index is None:
+            rng = np.random.default_rng(self.seed)
+            order = insertion_order(spatial_order(self.features, rng), rng)
+            self.index = _hnsw_index(self.features, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                                     seed=self.seed, build_jobs=self.build_jobs)
+        return self.index
+
+    def predict(self, features):
+        """Class distributions and confidences of new points.
+
+        Parameters
+        ----------
+        features : ndarray of shape (n_rows, n_features), float32
+            Checked rows (any non-zero norm).
+
+        Returns
+        -------
+        distributions : ndarray of shape (n_rows, n_classes)
+        confidence : ndarray of shape (n_rows,)
+        """
+        n_rows = features.shape[0]
+        n_classes = self.intercept.size
+        distributions = np.empty((n_rows, n_classes))
+        confidence = np.empty(n_rows)
+        for start in range(0, n_rows, ROWS_PER_BLOCK):
+            stop = min(start + ROWS_PER_BLOCK, n_rows)
+            unit = unit_rows(features[start:stop])
+            indices, weights = self.neighbours(unit)
+            distributions[start:stop] = self.distributions_of_rows(unit, indices, weights)
+            confidence[start:stop] = self.confidence_of_rows(distributions[start:stop].argmax(axis=1),
+                                                             indices, weights)
+        return distributions, confidence
+
+    def distributions_of_rows(self, unit, indices, weights):
+        """Label distributions of points with unit rows ``unit`` and graph rows ``(indices, weights)``."""
+        logits = unit.astype(np.float64) @ self.coef.astype(np.float64)
+        closed_degree = 1.0 + weights.sum(axis=1, keepdims=True)
+        for level in self.logit_levels:
+            neighbourhood = np.einsum("rk,rkc->rc", weights, level[indices].astype(np.float64))
+            logits = (logits + neighbourhood) / closed_degree
+        return softmax_proba(logits, np.eye(self.intercept.size), self.intercept)
+
+    def confidence_of_rows(self, predicted, indices, weights):
+        """The weighted share of neighbour confidence that agrees with ``predicted`` (0 without neighbours)."""
+        agreeing = np.where(self.fitted_class[indices] == predicted[:, None], self.confidence[indices], 0.0)
+        total = weights.sum(axis=1)
+        return np.divide((weights * agreeing).sum(axis=1), total, out=np.zeros_like(total), where=total > 0)

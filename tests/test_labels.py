@@ -1,0 +1,70 @@
+"""Labels as users have them: class names, an explicit unlabeled marker, outputs in the same space."""
+
+import numpy as np
+import pytest
+
+from fastprop import FastProp
+from fastprop._labels import check_labels, check_validation, decode_labels, encode_known
+
+
+def test_names_are_encoded_in_sorted_order():
+    classes, encoded = check_labels(["cat", "?", "ant", "cat"], 4, unlabeled="?")
+    assert classes.tolist() == ["ant", "cat"] and encoded.tolist() == [1, -1, 0, 1]
+    classes, encoded = check_labels(np.array(["b", None, "a"], dtype=object), 3, unlabeled=None)
+    assert classes.tolist() == ["a", "b"] and encoded.tolist() == [1, -1, 0]
+
+
+def test_the_default_marker_works_with_names():
+    # numpy.asarray(["cat", -1]) holds the string "-1"; an object array keeps the int
+    for y in (["cat", -1, "dog"], np.array(["cat", -1, "dog"], dtype=object)):
+        classes, encoded = check_labels(y, 3)
+        assert classes.tolist() == ["cat", "dog"] and encoded.tolist() == [0, -1, 1]
+
+
+def test_bad_labels_say_what_to_do():
+    with pytest.raises(ValueError, match="mixes labels of different kinds"):
+        check_labels(np.array(["a", 3, -1], dtype=object), 3)
+    with pytest.raises(ValueError, match="holds numbers but unlabeled='\\?'"):
+        check_labels([1, 2, 3], 3, unlabeled="?")
+    with pytest.raises(ValueError, match="all labels are '\\?'"):
+        check_labels(["?", "?"], 2, unlabeled="?")
+    with pytest.raises(ValueError, match="unlabeled must be an int"):
+        check_labels([1, -1], 2, unlabeled=1.5)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        check_labels([0.5, 1.0], 2)
+
+
+def test_decoding_round_trips_and_marks_outliers():
+    classes = np.array(["ant", "cat"])
+    assert decode_labels(classes, [1, -1, 0], "?").tolist() == ["cat", "?", "ant"]
+    assert decode_labels(classes, [1, -1], -1).tolist() == ["cat", -1]  # object array
+    assert decode_labels(np.array([3, 7]), [1, -1]).tolist() == [7, -1]
+    assert decode_labels(np.array([3, 7]), [1, -1]).dtype == np.int64
+    assert encode_known(["cat", "?", "ant"], classes, "?", name="y").tolist() == [1, -1, 0]
+    with pytest.raises(ValueError, match="y 'dog' are not classes of y"):
+        encode_known(["dog"], classes, "?", name="y")
+
+
+def test_validation_with_names():
+    labeled = np.array([True, False, False, True])
+    classes = np.array(["ant", "cat"])
+    indices, truth = check_validation(([1, 2], ["cat", "?"]), 4, labeled, classes, "?")
+    assert indices.tolist() == [1, 2] and truth.tolist() == [1, -1]
+
+
+def test_fastprop_with_names_equals_fastprop_with_integers():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(60, 6)) + 4 * np.eye(6)[c] for c in range(3)])
+    y = np.full(180, -1)
+    y[[0, 60, 120]] = [0, 1, 2]
+    names = np.array(["alpha", "beta", "gamma"])
+    y_names = np.where(y >= 0, names[np.maximum(y, 0)], "")
+    by_index = FastProp(n_neighbors=8, random_state=0).fit(X, y, validation=([5, 70], [0, 1]))
+    by_name = FastProp(n_neighbors=8, random_state=0, unlabeled="").fit(
+        X, y_names, validation=([5, 70], ["alpha", "beta"]))
+    assert by_name.classes_.tolist() == names.tolist()
+    expected = np.where(by_index.transduction_ >= 0, names[np.maximum(by_index.transduction_, 0)], "")
+    assert by_name.transduction_.tolist() == expected.tolist()
+    np.testing.assert_array_equal(by_name.confidence_, by_index.confidence_)
+    np.testing.assert_array_equal(by_name.predict(X[:20]),
+                                  np.where(by_index.predict(X[:20]) >= 0, names[np.maximum(by_index.predict(X[:20]), 0)], ""))

@@ -1,0 +1,147 @@
+"""New points: neighbourhood search, the fitted predictor on it, confidence, score; against dense references."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import softmax
+
+import fastprop.prediction as prediction
+from fastprop import FastProp
+from fastprop._estimator_protocol import NotFittedError
+
+
+def clusters(seed=0, n_per_class=50, n_classes=3, dim=8, n_outliers=30):
+    rng = np.random.default_rng(seed)
+    centres = 4.0 * np.eye(dim)[:n_classes]
+    X = np.vstack([centres[c] + rng.normal(size=(n_per_class, dim)) for c in range(n_classes)]
+                  + [rng.normal(size=(n_outliers, dim)) - 3.0 * np.eye(dim)[-1]])
+    truth = np.r_[np.repeat(np.arange(n_classes), n_per_class), np.full(n_outliers, -1)]
+    y = np.full(truth.size, -1)
+    y[np.arange(n_classes) * n_per_class] = np.arange(n_classes)
+    return X.astype(np.float32), y, truth
+
+
+@pytest.fixture(scope="module", params=[0, 1, 2], ids=["depth0", "depth1", "depth2"])
+def fitted(request):
+    X, y, truth = clusters()
+    model = FastProp(n_neighbors=6, predictor_depth=request.param, random_state=0).fit(X, y)
+    return X, y, truth, model
+
+
+def dense_new_point_distributions(model, X, X_new):
+    """The fitted graph plus the new points as vertices with out-edges only, smoothed densely."""
+    n, depth = X.shape[0], int(model.predictor_depth)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    unit_new = X_new / np.linalg.norm(X_new, axis=1, keepdims=True)
+    similarity = unit_new @ unit.T
+    k = model.predictor_.n_neighbors
+    rows = np.zeros((X_new.shape[0], n))
+    for r in range(X_new.shape[0]):
+        nearest = np.argsort(-similarity[r], kind="stable")[:k]
+        rows[r, nearest] = np.maximum(similarity[r, nearest], 0)
+    W = model.graph_.toarray().astype(np.float64)
+    m = X_new.shape[0]
+    big = np.zeros((n + m, n + m))
+    big[:n, :n] = W
+    big[n:, :n] = rows
+    big += np.eye(n + m)
+    walk = big / big.sum(axis=1, keepdims=True)
+    coef, intercept = model.predictor_.coef.astype(np.float64), model.predictor_.intercept
+    logits = np.vstack([unit, unit_new]) @ coef
+    smoothed = np.linalg.matrix_power(walk, depth) @ logits
+    return softmax(smoothed[n:] + intercept, axis=1)
+
+
+def test_new_points_match_a_dense_augmented_graph(fitted):
+    X, _, _, model = fitted
+    rng = np.random.default_rng(1)
+    X_new = (X[rng.choice(len(X), 25, replace=False)] + 0.3 * rng.normal(size=(25, X.shape[1]))).astype(np.float32)
+    assert_allclose(model.predict_proba(X_new), dense_new_point_distributions(model, X, X_new), atol=1e-5)
+
+
+def test_a_fitted_sample_with_its_own_graph_row_gets_its_transductive_label(fitted):
+    X, y, _, model = fitted
+    graph = model.graph_
+    for i in np.flatnonzero(y < 0)[::7]:
+        row = slice(graph.indptr[i], graph.indptr[i + 1])
+        unit = X[i : i + 1] / np.linalg.norm(X[i])
+        got = model.predictor_.distributions_of_rows(
+            unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
+        assert_allclose(got[0], model.label_distributions_[i], atol=1e-5)
+
+
+def test_exact_neighbours_are_the_cosine_top_k(fitted):
+    X, _, _, model = fitted
+    rng = np.random.default_rng(2)
+    queries = rng.normal(size=(10, X.shape[1])).astype(np.float32)
+    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    indices, weights = model.predictor_.neighbours(unit)
+    similarity = unit @ (X / np.linalg.norm(X, axis=1, keepdims=True)).T
+    expected = np.argsort(-similarity, axis=1, kind="stable")[:, : model.predictor_.n_neighbors]
+    assert_array_equal(indices, expected)
+    assert_allclose(weights, np.maximum(np.take_along_axis(similarity, expected, axis=1), 0), atol=1e-6)
+
+
+def test_confidence_is_the_agreeing_share_of_neighbour_confidence(fitted):
+    X, _, _, model = fitted
+    rng = np.random.default_rng(3)
+    X_new = (X[:40] + 0.5 * rng.normal(size=(40, X.shape[1]))).astype(np.float32)
+    unit = X_new / np.linalg.norm(X_new, axis=1, keepdims=True)
+    indices, weights = model.predictor_.neighbours(unit)
+    predicted = model.predict_proba(X_new).argmax(axis=1)
+    fitted_class = model.label_distributions_.argmax(axis=1)
+    expected = [np.sum(w * model.confidence_[j] * (fitted_class[j] == p)) / np.sum(w)
+                for j, w, p in zip(indices, weights, predicted)]
+    assert_allclose(model.predict_confidence(X_new), expected, atol=1e-12)
+
+
+def test_points_of_the_clusters_get_their_class_and_far_points_minus_one():
+    X, y, truth = clusters()
+    X = np.abs(X)  # every fitted sample in the positive orthant
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    X_new, _, truth_new = clusters(seed=5)
+    X_new = np.abs(X_new)
+    assert model.outlier_threshold_ > 0
+    predicted = model.predict(X_new)
+    in_class = truth_new >= 0
+    assert np.mean(predicted[in_class] == truth_new[in_class]) > 0.95
+    # a direction no fitted sample points to: every similarity is < 0, no neighbour weighs anything
+    far = -np.ones((1, X.shape[1]), dtype=np.float32)
+    assert model.predict_confidence(far)[0] == 0.0 and model.predict(far)[0] == -1
+    # the centre of the outliers: among samples of no class
+    assert model.predict(3.0 * np.eye(X.shape[1], dtype=np.float32)[-1:])[0] == -1
+    expected = np.mean(np.where(model.predict_confidence(X_new) < model.outlier_threshold_, -1,
+                                model.predict_proba(X_new).argmax(axis=1)) == truth_new)
+    assert model.score(X_new, truth_new) == pytest.approx(expected)
+    weights = np.r_[np.ones(50), np.zeros(truth_new.size - 50)]
+    assert model.score(X_new, truth_new, sample_weight=weights) == pytest.approx(
+        np.mean(predicted[:50] == truth_new[:50]))
+
+
+def test_the_hnsw_index_agrees_with_the_exact_search_and_survives_pickling(monkeypatch):
+    X, y, _ = clusters(n_per_class=150, dim=16)
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    X_new, _, _ = clusters(seed=7, n_per_class=20, dim=16)
+    exact = model.predict_proba(X_new)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    approximate = model.predict_proba(X_new)
+    assert model.predictor_.index is not None
+    assert np.mean(np.abs(approximate - exact).max(axis=1) < 1e-6) > 0.9  # recall of hnsw, not 1
+    restored = pickle.loads(pickle.dumps(model))
+    assert_array_equal(restored.predict_proba(X_new), approximate)
+    again = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    assert_array_equal(again.predict_proba(X_new), approximate)  # the index is built reproducibly
+
+
+def test_prediction_errors_say_what_is_wrong(fitted):
+    X, _, _, model = fitted
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        FastProp().predict(X)
+    with pytest.raises(ValueError, match="X has 3 features, but FastProp is expecting 8 features"):
+        model.predict(X[:, :3])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.predict(np.full((1, 8), np.nan))
+    with pytest.raises(ValueError, match="y 7 are not classes of y"):
+        model.score(X[:2], [0, 7])
