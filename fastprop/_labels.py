@@ -8,10 +8,15 @@ class names may be strings or any sortable objects of one kind.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
 from ._validation import _MAX_SHOWN, as_integer_labels
+
+class DataConversionWarning(UserWarning):
+    """Labels arrived in a shape that was converted (as scikit-learn's warning of the same name)."""
+
 
 #: The default marker of an unlabeled sample in ``y`` (and of an outlier in the outputs).
 UNLABELED = -1
@@ -82,7 +87,19 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
         Index into ``classes`` for labeled samples, -1 for unlabeled ones.
     """
     unlabeled = check_unlabeled(unlabeled)
+    if y is None:
+        raise ValueError(
+            f"fit requires y to be passed, but the target y is None; pass one label per sample "
+            f"({unlabeled!r} for unlabeled samples)."
+        )
     labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it is used as y.ravel(). "
+            "Pass a 1-D array of labels to silence this warning.",
+            DataConversionWarning, stacklevel=3,
+        )
+        labels = labels.ravel()
     if labels.ndim != 1:
         raise ValueError(f"y must be 1-D (n_samples,), got shape {labels.shape}.")
     if labels.shape[0] != n_samples:

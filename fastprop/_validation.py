@@ -28,6 +28,11 @@ def _shown(indices):
     return ", ".join(map(str, indices))
 
 
+class NonNumericInputError(ValueError, TypeError):
+    """An array that should hold numbers holds something else (a ValueError, and a TypeError
+    as NumPy's own conversion raises)."""
+
+
 def check_features(X, *, name="X", cosine=True, rescale_rows=False):
     """Validate a feature matrix and return it as C-contiguous float32.
 
@@ -61,22 +66,32 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
             f"Convert it with {name}.toarray() if it fits in memory."
         )
     array = np.asarray(X)
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_
-    ) or np.issubdtype(array.dtype, np.complexfloating):
+    if array.dtype == object:
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise NonNumericInputError(
+                f"{name} holds entries that are not numbers ({error}). Pass a numeric array such as "
+                "float32 embeddings."
+            ) from None
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"Complex data not supported: {name} has dtype {array.dtype}; pass real numbers.")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
         raise ValueError(
             f"{name} must hold real numbers, got dtype {array.dtype}. "
             "Pass a numeric array such as float32 embeddings."
         )
     if array.ndim != 2:
         raise ValueError(
-            f"{name} must be 2-D (n_samples, n_features), got shape {array.shape}. "
-            "Use X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+            f"{name} must be 2-D (n_samples, n_features), got shape {array.shape}. Reshape your data "
+            f"either using {name}.reshape(-1, 1) if it has a single feature or {name}.reshape(1, -1) if "
+            "it is a single sample."
         )
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(
-            f"{name} is empty (shape {array.shape}); it needs at least one sample and one feature."
-        )
+    for axis, what in ((0, "sample"), (1, "feature")):
+        if array.shape[axis] == 0:
+            raise ValueError(
+                f"{name} is empty: 0 {what}(s) (shape={array.shape}) while a minimum of 1 is required."
+            )
     largest = _largest_magnitudes(array, name)
     exponents = None
     if rescale_rows:

@@ -245,6 +245,8 @@ class FastProp(TransductiveEstimator):
     [0, 1]
     """
 
+    _ESTIMATOR_TYPE = "classifier"
+
     def __init__(
         self,
         *,

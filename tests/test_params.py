@@ -85,3 +85,23 @@ def test_a_scikit_learn_pipeline_sets_nested_parameters_and_fits_fastprop_last()
     alone = FastProp(n_neighbors=5, random_state=0).fit(preprocessing.StandardScaler().fit_transform(X), y)
     assert np.array_equal(fitted.transduction_, alone.transduction_)
     assert np.array_equal(fitted.confidence_, alone.confidence_)
+
+
+@pytest.mark.parametrize("scoring", [None, "accuracy"])
+def test_grid_search_scores_each_candidate_as_a_manual_loop_does(scoring):
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    metrics = pytest.importorskip("sklearn.metrics")
+    X, y = two_blobs()
+    truth = np.repeat([0, 1], 40)
+    y = np.where(np.arange(80) % 4 == 0, truth, -1)  # a quarter labelled, in every fold
+    folds = list(model_selection.KFold(2, shuffle=True, random_state=0).split(X))
+    search = model_selection.GridSearchCV(FastProp(random_state=0), {"n_neighbors": [3, 8]}, cv=folds,
+                                          scoring=scoring).fit(X, y)
+    for position, n_neighbors in enumerate([3, 8]):
+        scores = []
+        for train, test in folds:
+            model = FastProp(random_state=0, n_neighbors=n_neighbors).fit(X[train], y[train])
+            scores.append(model.score(X[test], y[test]) if scoring is None
+                          else metrics.accuracy_score(y[test], model.predict(X[test])))
+        assert search.cv_results_["mean_test_score"][position] == pytest.approx(np.mean(scores))
+    assert search.best_estimator_.n_neighbors in (3, 8)

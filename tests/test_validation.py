@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
 import scipy.sparse as sp
 
 from fastprop import build_knn_graph, knn_search
@@ -15,13 +16,19 @@ from fastprop._validation import check_features, check_graph
         (np.array([["a", "b"], ["c", "d"]]), "must hold real numbers"),
         (np.zeros((0, 4)), "is empty"),
         (np.zeros((4, 0)), "is empty"),
-        (np.array([[1 + 1j, 2], [3, 4]]), "must hold real numbers"),
+        (np.array([[1 + 1j, 2], [3, 4]]), "Complex data not supported"),
+        (np.array([[1.0, {"a": 1}], [3, 4]], dtype=object), "holds entries that are not numbers"),
         (sp.eye(5, format="csr"), "sparse matrix"),
     ],
 )
 def test_bad_features(X, message):
     with pytest.raises(ValueError, match=message):
         build_knn_graph(X, 1)
+
+
+def test_object_arrays_of_numbers_are_numbers():
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    assert_array_equal(check_features(X.astype(object)), check_features(X))
 
 
 @pytest.mark.parametrize("rows_per_block", [65536, 3])

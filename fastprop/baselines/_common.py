@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._concurrency import serialised
-from .._params import EstimatorParams
+from .._estimator_protocol import TransductiveEstimator
 from .._labels import check_labels
 from .._validation import check_features, check_graph, check_integer
 from ..graph import fit_graph
@@ -224,7 +224,7 @@ def to_distributions(scores, problem):
     return distributions
 
 
-class GraphBaseline(EstimatorParams):
+class GraphBaseline(TransductiveEstimator):
     """Common ``fit`` of the baselines; subclasses implement ``_check_params`` and ``_scores``.
 
     ``_check_params()`` returns the validated hyperparameters as a dict (it never
