@@ -245,3 +245,31 @@ def check_validation(validation, n_samples, labeled_mask, classes, unlabeled=UNL
             f"samples must be unlabeled in y (set y[i] = {unlabeled!r} or drop them from validation)."
         )
     return indices, encode_known(labels, classes, unlabeled, name="validation labels")
+
+
+def check_known_outliers(outliers, n_samples, labeled_mask, validation):
+    """Validate the indices of samples known to belong to no class; sorted int64 (empty for None)."""
+    if outliers is None:
+        return np.empty(0, dtype=np.int64)
+    indices = np.asarray(outliers)
+    if indices.ndim != 1:
+        raise ValueError(f"outliers must be a 1-D array of sample indices, got shape {indices.shape}.")
+    indices = as_integer_labels(indices, "outliers")
+    out_of_range = (indices < 0) | (indices >= n_samples)
+    if out_of_range.any():
+        raise ValueError(f"outliers must be indices in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}.")
+    if np.unique(indices).size != indices.size:
+        raise ValueError("outliers must be distinct; some index appears twice.")
+    seeds = labeled_mask[indices]
+    if seeds.any():
+        raise ValueError(
+            f"outliers {_shown_values(indices[seeds])} are labeled seeds in y; a known outlier is unlabeled in y."
+        )
+    if validation is not None:
+        both = np.intersect1d(indices, validation[0])
+        if both.size:
+            raise ValueError(
+                f"outliers {_shown_values(both)} are also validation samples; give each known sample once "
+                "(as an outlier to learn from, or in validation to choose the threshold)."
+            )
+    return np.sort(indices)

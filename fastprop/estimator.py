@@ -6,13 +6,19 @@ the propagation pass in :mod:`fastprop.propagation`, the threshold rules in
 and the labelling of new points in :mod:`fastprop.prediction`.
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from ._concurrency import serialised
 from ._estimator_protocol import TransductiveEstimator
-from ._labels import check_labels, check_validation, decode_labels, encode_known
+from ._labels import check_known_outliers, check_labels, check_validation, decode_labels, encode_known
 from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
@@ -23,6 +29,7 @@ from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
+from .suggestions import suggested_samples
 from .threshold import REJECT_ALL, final_confidence, fitted_threshold
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
@@ -198,6 +205,10 @@ class FastProp(TransductiveEstimator):
         The affinity graph used.
     timings_ : dict
         Seconds spent in each phase.
+    labeled_ : ndarray of shape (n_samples,), bool
+        The seeds (samples labeled in ``y``).
+    known_outliers_ : ndarray of int64
+        The ``outliers`` given to ``fit``, sorted (empty when none).
     predictor_ : fastprop.prediction.NeighbourhoodPredictor
         What :meth:`predict` uses: a reference to the fitted embeddings (no
         copy), the local predictor, its logits smoothed ``0 .. depth - 1``
@@ -250,31 +261,31 @@ class FastProp(TransductiveEstimator):
     def __init__(
         self,
         *,
-        n_neighbors=30,
-        min_gain=500.0,
-        max_patch_size=3000,
-        process_capped_patches=False,
-        patch_batch_size="auto",
-        exclusion_hops=1,
-        confident_threshold=0.9,
-        single_view_confidence=1e-3,
-        predictor_depth=2,
-        predictor_l2=3e-5,
-        confnet_depth=1,
-        confnet_l2=1e-3,
-        eta=0.05,
-        predictor_training="graph",
-        labels="graph",
-        confnet_features="structure",
-        confidence="both",
-        provisional_classes=True,
-        outlier_threshold="auto",
-        graph_method="auto",
-        random_state=None,
-        verbose=False,
-        progress=None,
-        unlabeled=-1,
-    ):
+        n_neighbors: int = 30,
+        min_gain: float = 500.0,
+        max_patch_size: int = 3000,
+        process_capped_patches: bool = False,
+        patch_batch_size: int | Literal["auto"] = "auto",
+        exclusion_hops: int = 1,
+        confident_threshold: float = 0.9,
+        single_view_confidence: float = 1e-3,
+        predictor_depth: int = 2,
+        predictor_l2: float = 3e-5,
+        confnet_depth: int = 1,
+        confnet_l2: float = 1e-3,
+        eta: float = 0.05,
+        predictor_training: Literal["graph", "patches"] = "graph",
+        labels: Literal["graph", "views"] = "graph",
+        confnet_features: Literal["structure", "embedding"] = "structure",
+        confidence: Literal["both", "multiview", "confnet", "random"] = "both",
+        provisional_classes: bool = True,
+        outlier_threshold: float | Literal["auto"] | None = "auto",
+        graph_method: Literal["auto", "exact", "hnsw"] = "auto",
+        random_state: int | np.random.Generator | None = None,
+        verbose: bool = False,
+        progress: Callable[[str, int | None, int | None], object] | None = None,
+        unlabeled: int | str | None = -1,
+    ) -> None:
         self.n_neighbors = n_neighbors
         self.min_gain = min_gain
         self.max_patch_size = max_patch_size
@@ -301,7 +312,8 @@ class FastProp(TransductiveEstimator):
         self.unlabeled = unlabeled
 
     @serialised
-    def fit(self, X, y, graph=None, validation=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, graph: sp.spmatrix | sp.sparray | None = None,
+            validation: tuple[ArrayLike, ArrayLike] | None = None, outliers: ArrayLike | None = None) -> FastProp:
         """Propagate the labels of ``y`` to every sample of ``X``.
 
         Parameters
@@ -318,6 +330,12 @@ class FastProp(TransductiveEstimator):
         validation : tuple (indices, labels), optional
             Unlabeled samples whose truth is known (``unlabeled`` for a known
             outlier), used only to choose the outlier threshold.
+        outliers : array_like of int, optional
+            Indices of unlabeled samples known to belong to no class (e.g.
+            annotated so after :meth:`suggest_annotations`). They are labelled
+            ``unlabeled`` with confidence 0, and each becomes a provisional
+            class of its own (see ``provisional_classes``), so that samples
+            like them lose their claim to the known classes.
 
         Returns
         -------
@@ -331,6 +349,7 @@ class FastProp(TransductiveEstimator):
         labeled = seed_class >= 0
         if validation is not None:
             validation = check_validation(validation, n_samples, labeled, classes, self.unlabeled)
+        known_outliers = check_known_outliers(outliers, n_samples, labeled, validation)
         rng = check_random_state(self.random_state)
         tie_rank = rng.permutation(n_samples)
         timings = {}
@@ -349,7 +368,8 @@ class FastProp(TransductiveEstimator):
         found = propagation_pass(context, pass_options(self), notify)
         timings.update(found.timings)
         final = final_confidence(self.confidence, found.multiview, found.confnet, labeled)
-        unlabeled = np.flatnonzero(~labeled)
+        final[known_outliers] = 0.0
+        unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)
         clock = time.perf_counter()
         predicted = found.distributions.argmax(axis=1)
         predicted[labeled] = seed_class[labeled]
@@ -357,21 +377,23 @@ class FastProp(TransductiveEstimator):
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
         self.n_provisional_classes_ = 0
-        if self.provisional_classes and self.confidence != "random" and threshold > 0:
+        if self.provisional_classes and self.confidence != "random" and (threshold > 0 or known_outliers.size):
             known, self.n_provisional_classes_ = provisional_class_confidence(
                 context.walk, features, context.row_scale, seed_class, classes.size,
                 np.flatnonzero((final < threshold) & ~labeled), depth=int(self.predictor_depth),
-                l2=float(self.predictor_l2), rng=rng,
+                l2=float(self.predictor_l2), rng=rng, known_outliers=known_outliers,
             )
             if known is not None:
                 final = np.clip(0.5 * (final + known), 0.0, 1.0)
                 final[labeled] = 1.0
+                final[known_outliers] = 0.0
                 threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()
         if threshold > 0:
             predicted[(final < threshold) & ~labeled] = -1
+        predicted[known_outliers] = -1
         self.n_features_in_ = features.shape[1]
         self.classes_ = classes
         self.label_distributions_ = found.distributions
@@ -385,17 +407,19 @@ class FastProp(TransductiveEstimator):
         self.n_iter_ = found.state.n_patches
         self.n_starts_ = found.state.n_starts
         self.n_training_patches_ = found.n_training_patches
+        self.labeled_ = labeled
+        self.known_outliers_ = known_outliers
         self.graph_ = graph
         self.timings_ = timings
         self.predictor_ = NeighbourhoodPredictor(
             features, context.row_scale, found.logit_levels, found.coef, found.intercept,
-            n_neighbors=self.n_neighbors, confidence=final, fitted_class=fitted_class,
+            n_neighbors=self.n_neighbors, confidence=final, fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
         )
         notify("done")
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Label new points: a class of ``classes_``, or ``unlabeled`` (an outlier).
 
         Each point is placed by its ``n_neighbors`` nearest fitted samples
@@ -417,7 +441,7 @@ class FastProp(TransductiveEstimator):
         predicted[confidence < self.outlier_threshold_] = -1
         return decode_labels(self.classes_, predicted, self.unlabeled)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class distributions of new points (rows sum to 1; columns in the order of ``classes_``).
 
         Parameters
@@ -430,7 +454,7 @@ class FastProp(TransductiveEstimator):
         """
         return self._predict_new(X)[0]
 
-    def predict_confidence(self, X):
+    def predict_confidence(self, X: ArrayLike) -> np.ndarray:
         """Confidence of new points in [0, 1], comparable with ``confidence_`` and ``outlier_threshold_``.
 
         Parameters
@@ -443,7 +467,7 @@ class FastProp(TransductiveEstimator):
         """
         return self._predict_new(X)[1]
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Accuracy of :meth:`predict` on points of known truth, ``unlabeled`` marking a true outlier.
 
         A rejected point is right when it is an outlier, an accepted one when
@@ -467,6 +491,34 @@ class FastProp(TransductiveEstimator):
         predicted = distributions.argmax(axis=1)
         predicted[confidence < self.outlier_threshold_] = -1
         return float(np.average(predicted == truth, weights=sample_weight))
+
+    def suggest_annotations(self, n: int, strategy: Literal["boundary", "lowest"] = "boundary") -> np.ndarray:
+        """The unlabeled samples whose labels would help the next fit most, from the fitted confidence.
+
+        Annotate them (a class, or ``unlabeled`` for a sample of no class),
+        then fit again with the classes in ``y`` and the outliers in
+        ``outliers=``. See :mod:`fastprop.suggestions` and
+        bench/RESULTS.md for the measured gains.
+
+        Parameters
+        ----------
+        n : int
+            How many (at most the number of candidates: unlabeled samples
+            that are not known outliers).
+        strategy : {"boundary", "lowest"}, default="boundary"
+            ``"boundary"``: the confidence closest to ``outlier_threshold_``,
+            where the decision in / out is least sure; ``"lowest"``: the
+            least confident (the paper's indicator, Table 4a). Either way no
+            two suggestions are graph neighbours, so one annotation does not
+            answer the question another asks.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Sample indices, most useful first.
+        """
+        self._check_fitted()
+        return suggested_samples(self, n, strategy)
 
     @serialised
     def _predict_new(self, X):
@@ -500,7 +552,7 @@ class FastProp(TransductiveEstimator):
         return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
 
 
-def warmup():
+def warmup() -> float:
     """Compile (or load from Numba's on-disk cache) every kernel FastProp uses.
 
     A service can call it once at start-up so that its first real ``fit``

@@ -1,8 +1,11 @@
 """Cosine kNN affinity graphs: exact blocked search, hnswlib, and their CSR form."""
 
+from __future__ import annotations
+
 import os
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from ._concurrency import serialised
@@ -134,16 +137,16 @@ def _resolve_n_jobs(n_jobs):
 
 
 def knn_search(
-    X,
-    n_neighbors=30,
+    X: ArrayLike,
+    n_neighbors: int = 30,
     *,
-    method="auto",
-    M=16,
-    ef_construction=100,
-    ef=None,
-    random_state=None,
-    n_jobs=None,
-):
+    method: str = "auto",
+    M: int = 16,
+    ef_construction: int = 100,
+    ef: int | None = None,
+    random_state: int | np.random.Generator | None = None,
+    n_jobs: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Find each sample's ``n_neighbors`` most cosine-similar other samples.
 
     Parameters
@@ -231,7 +234,7 @@ def _knn_lists(X, n_neighbors, *, compact, method="auto", M=16, ef_construction=
 
 
 @serialised
-def knn_graph_from_lists(indices, similarities, n_samples=None):
+def knn_graph_from_lists(indices: ArrayLike, similarities: ArrayLike, n_samples: int | None = None) -> sp.csr_matrix:
     """Symmetric CSR affinity from directed kNN lists.
 
     Parameters
@@ -261,7 +264,7 @@ def knn_graph_from_lists(indices, similarities, n_samples=None):
     return graph
 
 
-def build_knn_graph(X, n_neighbors=30, *, method="auto", **search_options):
+def build_knn_graph(X: ArrayLike, n_neighbors: int = 30, *, method: str = "auto", **search_options) -> sp.csr_matrix:
     """Build the symmetric cosine kNN affinity graph of ``X``.
 
     Parameters
@@ -309,7 +312,7 @@ def fit_graph(features, n_neighbors, **options):
     return build_knn_graph(features, min(n_neighbors, n_samples - 1), **options)
 
 
-def save_graph(path, graph):
+def save_graph(path: str | os.PathLike, graph: sp.spmatrix | sp.sparray) -> None:
     """Save an affinity graph to ``path`` as ``.npz`` (CSR arrays, no pickle).
 
     The file is written under a hidden temporary name next to ``path``
@@ -331,7 +334,7 @@ def save_graph(path, graph):
     write_atomically([(path, lambda stream: np.savez(stream, **arrays))])
 
 
-def load_graph(path, n_samples=None):
+def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_matrix:
     """Load a graph written by :func:`save_graph` (or ``scipy.sparse.save_npz`` of a CSR matrix).
 
     The file is read defensively: nothing is unpickled, each array's declared

@@ -124,7 +124,8 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     return np.exp(largest_known - running_max) / running_sum
 
 
-def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng):
+def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng,
+                                 known_outliers=None):
     """Known-class confidence once the identified outliers have classes of their own.
 
     Parameters
@@ -145,6 +146,11 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     rng : numpy.random.Generator
         Draws the candidates when there are more than :data:`MAX_CANDIDATES`,
         and the seeds when there are more than :data:`MAX_SEEDS`.
+    known_outliers : ndarray of int64, optional
+        Samples known to belong to no class (annotated as such). Each is a
+        provisional seed (farthest-first among them beyond
+        :data:`MAX_PROVISIONAL`), taken before any identified sample, so
+        there are at least as many provisional classes as known outliers.
 
     Returns
     -------
@@ -154,7 +160,11 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     n_provisional : int
     """
     seeds = np.flatnonzero(seed_class >= 0)
-    n_provisional = n_provisional_classes(identified.size, seeds.size, seed_class.size)
+    known = np.empty(0, dtype=np.int64) if known_outliers is None else np.asarray(known_outliers, dtype=np.int64)
+    identified = np.setdiff1d(identified, known)
+    n_known = min(known.size, MAX_PROVISIONAL)
+    n_provisional = max(n_provisional_classes(identified.size + known.size, seeds.size, seed_class.size), n_known)
+    n_provisional = min(n_provisional, n_known + identified.size)
     if n_provisional == 0:
         return None, 0
     # Dense candidates only: a provisional seed on a stray sample would claim nothing.
@@ -166,10 +176,16 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     if seeds.size > MAX_SEEDS:  # a random sample, and the first seed of every class it misses
         _, first_of_class = np.unique(seed_class[seeds], return_index=True)
         seeds = np.union1d(rng.choice(seeds, size=MAX_SEEDS, replace=False), seeds[first_of_class])
-    rows = walk.smooth(features, np.concatenate([seeds, candidates]), depth, row_scale=row_scale)
+    if n_known == n_provisional:
+        candidates = np.empty(0, dtype=np.int64)
+    rows = walk.smooth(features, np.concatenate([seeds, known, candidates]), depth, row_scale=row_scale)
     unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-    picked = farthest_first(unit[: seeds.size], unit[seeds.size :], n_provisional)
-    training = np.concatenate([rows[: seeds.size], rows[seeds.size + picked]])
+    anchors, known_rows = unit[: seeds.size], unit[seeds.size : seeds.size + known.size]
+    picked_known = farthest_first(anchors, known_rows, n_known)
+    picked = farthest_first(np.vstack([anchors, known_rows[picked_known]]), unit[seeds.size + known.size :],
+                            n_provisional - n_known)
+    training = np.concatenate([rows[: seeds.size], rows[seeds.size + picked_known],
+                               rows[seeds.size + known.size + picked]])
     targets = np.concatenate([seed_class[seeds], n_classes + np.arange(n_provisional)])
     coef, intercept = fit_softmax_regression(training, np.eye(n_classes + n_provisional)[targets], l2=l2)
     confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth)

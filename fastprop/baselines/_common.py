@@ -7,10 +7,13 @@ none is given), asks the subclass for class scores and turns them into the publi
 ``*_`` attributes the same way for all of them.
 """
 
+from __future__ import annotations
+
 import warnings
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from .._concurrency import serialised
@@ -234,7 +237,7 @@ class GraphBaseline(TransductiveEstimator):
     """
 
     @serialised
-    def fit(self, X, y, graph=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, graph: sp.spmatrix | sp.sparray | None = None) -> GraphBaseline:
         """Propagate the seed labels of ``y`` to every sample.
 
         Parameters
