@@ -84,8 +84,8 @@ def test_exact_neighbours_are_the_cosine_top_k(fitted):
     assert_allclose(weights, np.maximum(np.take_along_axis(similarity, expected, axis=1), 0), atol=1e-6)
 
 
-def test_confidence_is_the_agreeing_share_of_neighbour_confidence(fitted):
-    X, _, _, model = fitted
+def test_agreement_is_the_agreeing_share_of_neighbour_confidence(fitted):
+    X, y, _, model = fitted
     rng = np.random.default_rng(3)
     X_new = (X[:40] + 0.5 * rng.normal(size=(40, X.shape[1]))).astype(np.float32)
     unit = X_new / np.linalg.norm(X_new, axis=1, keepdims=True)
@@ -94,7 +94,33 @@ def test_confidence_is_the_agreeing_share_of_neighbour_confidence(fitted):
     fitted_class = model.label_distributions_.argmax(axis=1)
     expected = [np.sum(w * model.confidence_[j] * (fitted_class[j] == p)) / np.sum(w)
                 for j, w, p in zip(indices, weights, predicted)]
-    assert_allclose(model.predict_confidence(X_new), expected, atol=1e-12)
+    assert_allclose(prediction.agreement(predicted, indices, weights, model.confidence_, fitted_class),
+                    expected, atol=1e-12)
+    assert_allclose(model.predict_confidence(X_new), model.predictor_.calibrated(np.array(expected)), atol=1e-12)
+    # the fitted samples' own agreement, from their graph rows, by a dense loop
+    dense = model.graph_.toarray()
+    own = [np.sum(dense[i] * model.confidence_ * (fitted_class == fitted_class[i])) / dense[i].sum()
+           for i in range(len(X))]
+    assert_allclose(prediction.graph_agreement(model.graph_, model.confidence_, fitted_class), own, atol=1e-6)
+
+
+def test_calibration_maps_agreement_quantiles_onto_confidence_quantiles(fitted):
+    X, y, _, model = fitted
+    predictor = model.predictor_
+    unlabeled = y < 0
+    fitted_class = model.label_distributions_.argmax(axis=1)
+    own = prediction.graph_agreement(model.graph_, model.confidence_, fitted_class)[unlabeled]
+    levels = [0.1, 0.25, 0.5, 0.75, 0.9]
+    for level in levels:
+        value = np.quantile(own, level)
+        if np.sum(np.isclose(own, value)) > 1:  # a tie spans several quantiles: its middle is taken
+            continue
+        assert predictor.calibrated(np.array([value]))[0] == pytest.approx(
+            np.quantile(model.confidence_[unlabeled], level), abs=1e-3)
+    grid = np.linspace(-0.5, 1.5, 401)
+    assert np.all(np.diff(predictor.calibrated(grid)) >= 0)  # order kept
+    assert predictor.calibrated(grid)[0] == model.confidence_[unlabeled].min()
+    assert predictor.calibrated(grid)[-1] == model.confidence_[unlabeled].max()
 
 
 def test_points_of_the_clusters_get_their_class_and_far_points_minus_one():
