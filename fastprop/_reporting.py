@@ -6,6 +6,7 @@ _STAGE_TEXT = {
     "graph": "building the kNN graph",
     "training": "training the local predictor",
     "confnet": "training ConfNet",
+    "provisional": "provisional classes and the outlier threshold",
     "done": "done",
 }
 

@@ -156,7 +156,8 @@ class FastProp(TransductiveEstimator):
         ``"graph"``, ``"training"``, ``"propagation"`` (after every batch of patches,
         with ``done`` confident vertices of ``total``; the loop stops when no
         viable start is left, usually before ``done`` reaches ``total``),
-        ``"confnet"`` and ``"done"``; ``done``/``total`` are None where there
+        ``"confnet"``, ``"provisional"`` (the provisional classes and the
+        final threshold) and ``"done"``; ``done``/``total`` are None where there
         is no count.
     unlabeled : int, str or None, default=-1
         The label of an unlabeled sample in ``y``, and the label of an
@@ -376,6 +377,7 @@ class FastProp(TransductiveEstimator):
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation)
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
+        notify("provisional")
         self.n_provisional_classes_ = 0
         if self.provisional_classes and self.confidence != "random" and (threshold > 0 or known_outliers.size):
             known, self.n_provisional_classes_ = provisional_class_confidence(

@@ -126,7 +126,7 @@ def test_graph_then_propagate_with_it_and_the_csv_round_trip(capsys, files):
 
 def test_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys, files, monkeypatch):
     from fastprop import build_knn_graph
-    from fastprop.cli import _commands
+    from fastprop.cli import _running
 
     calls = []
 
@@ -134,7 +134,7 @@ def test_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys,
         calls.append(options)
         return build_knn_graph(*args, **options)
 
-    monkeypatch.setattr(_commands, "build_knn_graph", spy)
+    monkeypatch.setattr(_running, "build_knn_graph", spy)
     paths = [files["out"] / f"graph{run}.npz" for run in range(3)]
     for path, extra in zip(paths, ([], [], ["--parallel-insert"])):
         status, _, err = run(["graph", "--features", files["X"], "--out", path, "--neighbors", 10,
@@ -199,7 +199,7 @@ BAD_INPUTS = {
     "length mismatch": (lambda f: ["--labels", _save(f, "short.npy", f["seeds"][:-3])],
                         "397 labels but X has 400"),
     "garbage labels": (lambda f: ["--labels", _garbage(f["in"] / "bad.csv")], "--labels"),
-    "non-integer label": (lambda f: ["--labels", _text(f, "l.txt", "0\n1\ncat\n")], "line 3"),
+    "two labels on a line": (lambda f: ["--labels", _text(f, "l.txt", "0\n1\n2,3\n")], "line 3"),
     "no seed": (lambda f: ["--labels", _save(f, "none.npy", np.full(400, -1))], "no labeled sample"),
     "graph mismatch": (lambda f: ["--graph", _graph(f)], "vertices"),
     "bad validation": (lambda f: ["--validation", _text(f, "v.csv", "5000,1\n")], "--validation"),
@@ -428,7 +428,7 @@ def test_format_progress():
     assert format_progress("graph", 1.25) == "graph [1.2s]"
     line = format_progress("bench", 75, 3, 12, unit="fits", rate=0.04, detail="SGC done")
     assert line == "bench: 3/12 fits (25%), 0.04/s, ~3m45s left [1m15s] - SGC done"
-    assert "left" not in format_progress("propagating", 2, 5, 10, rate=1.0, time_left=False)
+    assert format_progress("propagating", 2, 5, unit="confident", rate=1.0) == "propagating: 5 confident, 1/s [2.0s]"
 
 
 def test_progress_draws_only_on_a_terminal():

@@ -735,3 +735,26 @@ def test_an_impossible_knn_graph_is_a_value_error_up_front(issue, monkeypatch):
         FastProp(n_neighbors=150).fit(issue[0], issue[1])
     monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: None)  # unknown: not checked
     assert fastprop.knn_search(issue[0], 150)[0].shape == (200, 150)
+
+
+def test_a_ctrl_c_dropped_in_a_finaliser_during_start_up_still_interrupts(monkeypatch, capsys, tmp_path):
+    """Python drops a KeyboardInterrupt raised in a finaliser ("Exception ignored in ..."): a Ctrl-C
+    landing in one while NumPy/SciPy/Numba were imported let the command run to its end, exit 0."""
+    import fastprop.cli as cli
+
+    class Finaliser:
+        def __del__(self):
+            cli._on_sigint(2, None)  # what a Ctrl-C does, here where Python ignores the exception
+
+    real_parser = cli.build_parser
+
+    def parser_after_a_dropped_interrupt():
+        Finaliser()
+        return real_parser()
+
+    monkeypatch.setattr(cli, "build_parser", parser_after_a_dropped_interrupt)
+    out = tmp_path / "g.npz"
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(20, 3)))
+    status = cli.main(["graph", "--features", str(tmp_path / "X.npy"), "--out", str(out), "--neighbors", "3"])
+    assert status == 130 and not out.exists()
+    assert capsys.readouterr().err.endswith("fastprop: interrupted; no partial file was written.\n")

@@ -144,7 +144,8 @@ def _add_graph_options(parser, what):
 def build_parser():
     """The ``argparse`` parser of the ``fastprop`` command."""
     from ..evaluation import benchmark
-    from ._commands import run_bench, run_demo, run_graph, run_propagate
+    from ._commands import run_bench, run_graph, run_propagate
+    from ._demo import run_demo
 
     try:
         version = metadata.version("fastprop-graph")
@@ -169,8 +170,9 @@ def build_parser():
         "Draw a synthetic pool (fastprop.evaluation.datasets.make_noisy_mixture, 50% outliers), draw a task "
         "with 1% seeds and 50% outliers among the unlabeled samples (fastprop.evaluation.protocol), run "
         "FastProp, SGC and LabelSpreading on one shared kNN graph, and print their accuracy, "
-        "outlier AUROC and time and a histogram of FastProp's confidence for in-class samples "
-        "vs outliers.", common,
+        "outlier AUROC and time, what the numbers mean and which method wins each, and a "
+        "histogram of FastProp's confidence for in-class samples vs outliers. The one-time "
+        "compilation of the kernels is a step of its own, outside every timing.", common,
     )
     demo.add_argument("--samples", type=_integer(100), default=10_000, metavar="N",
                       help="samples in the synthetic pool (in-class and outliers)")
@@ -188,7 +190,10 @@ def build_parser():
         "(scipy CSR arrays, no pickle) for 'fastprop propagate --graph'.", common,
     )
     graph.add_argument("--features", required=True, metavar="PATH",
-                       help="embeddings: .npy (n_samples x n_features) or .npz with array X")
+                       help="embeddings: .npy (n_samples x n_features), .npz with array X, or .csv "
+                            "(one sample per line, a number per column, an optional header line)")
+    graph.add_argument("--label-column", metavar="NAME",
+                       help="a column of the --features .csv that holds labels, not features: left out")
     graph.add_argument("--out", required=True, metavar="PATH", help="where to write the graph (.npz)")
     _add_graph_options(graph, "")
     graph.add_argument("--seed", type=_integer(0), default=0,
@@ -199,32 +204,47 @@ def build_parser():
     propagate = _command(
         subparsers, "propagate", run_propagate, "label embeddings from a few labels, flag outliers",
         "Propagate the seed labels over the kNN graph with FastProp. Every sample gets a label "
-        "(-1 for an outlier) and a confidence in [0, 1].\n\n"
+        "(the --unlabeled marker, -1 by default, for an outlier) and a confidence in [0, 1]. "
+        "Labels may be integers or class names; the outputs carry them as given.\n\n"
         "outputs: --out .npz with arrays labels, confidence, label_distributions (one column per "
         "class), classes (the class of each column) and outlier_threshold; --csv with the columns "
-        "index,label,confidence,is_outlier.", common,
+        "index,label,confidence,is_outlier; --plot an image of the result.", common,
     )
     propagate.add_argument("--features", required=True, metavar="PATH",
-                           help="embeddings: .npy (n_samples x n_features) or .npz with array X "
-                                "(and optionally y, used when --labels is not given)")
+                           help="embeddings: .npy (n_samples x n_features), .npz with array X (and "
+                                "optionally y, used when --labels is not given), or .csv (one sample "
+                                "per line, a number per column, an optional header line; see "
+                                "--label-column)")
     propagate.add_argument("--labels", metavar="PATH",
-                           help="one label per sample, -1 for unlabeled: .npy, .npz with array y, "
-                                "or a text/CSV file with one integer per line (-1 or an empty line "
-                                "for unlabeled; an optional header line). Default: array y of the "
-                                "--features .npz")
+                           help="one label per sample, integers or class names: .npy, .npz with "
+                                "array y, or a text/CSV file with one label per line (an optional "
+                                "header line). Default: array y of the --features .npz")
+    propagate.add_argument("--label-column", metavar="NAME",
+                           help="take the labels from this column of the --features .csv (found "
+                                "by its name in the header line) instead of --labels; the other "
+                                "columns are the features")
+    propagate.add_argument("--unlabeled", type=str.strip, default="-1", metavar="MARKER",
+                           help="the label of an unlabeled sample (an empty line or field always is "
+                                "one), and of an outlier in the outputs; with a marker that is not "
+                                "an integer (e.g. '' or 'unknown') the labels are read as class names")
     propagate.add_argument("--out", required=True, metavar="PATH", help="where to write the result (.npz)")
     propagate.add_argument("--csv", metavar="PATH", help="also write the result as CSV")
+    propagate.add_argument("--plot", metavar="PATH",
+                           help="also draw the confidence of the unlabeled samples against the "
+                                "outlier threshold and the samples per class to this image (.png, "
+                                f".pdf, .svg); {_PLOT_NOTE}")
     propagate.add_argument("--graph", metavar="PATH",
                            help="a graph from 'fastprop graph' on the same features; default: "
                                 "build one with --neighbors and --method")
     propagate.add_argument("--validation", metavar="PATH",
                            help="CSV of index,label lines (optional header) for unlabeled samples "
-                                "whose truth is known (-1 = known outlier); the outlier threshold "
+                                "whose truth is known, labels like the seeds' (the --unlabeled "
+                                "marker or an empty label = a known outlier); the outlier threshold "
                                 "is then the one that maximises accuracy on them, and "
                                 "--outlier-threshold is ignored")
     propagate.add_argument("--outlier-threshold", type=outlier_threshold, default="auto",
                            metavar="{auto,none,FLOAT}",
-                           help="samples whose confidence is below it are labeled -1: 'auto' "
+                           help="samples whose confidence is below it are outliers: 'auto' "
                                 "(an unsupervised rule on the confidence distribution), 'none' "
                                 "(no outliers) or a number in [0, 1]")
     _add_graph_options(propagate, " built when --graph is not given")
@@ -293,6 +313,21 @@ class _Terminated(BaseException):
     """Raised in the main thread by SIGTERM, so that every ``finally`` block runs (temporary files go)."""
 
 
+#: Set by a Ctrl-C. Python drops a KeyboardInterrupt raised inside a finaliser ("Exception ignored
+#: in ..."), which happens while NumPy, SciPy and Numba are imported, so the run looks at it too.
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame):
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _raise_if_interrupted():
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
+
 def _on_sigterm(signum, frame):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
     raise _Terminated
@@ -302,8 +337,12 @@ def main(argv=None):
     """Run the ``fastprop`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    previous_sigint = signal.signal(signal.SIGINT, _on_sigint) if in_main_thread else None
+    _INTERRUPTED.clear()
     try:
-        return _run(argv)
+        status = _run(argv)
+        _raise_if_interrupted()
+        return status
     except KeyboardInterrupt:
         sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
         return EXIT_INTERRUPTED
@@ -313,10 +352,12 @@ def main(argv=None):
     finally:
         if in_main_thread:  # a handler installed outside Python reads back as None
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            signal.signal(signal.SIGINT, signal.default_int_handler if previous_sigint is None else previous_sigint)
 
 
 def _run(argv):
     parser = build_parser()
+    _raise_if_interrupted()  # a Ctrl-C during the imports above may have been dropped
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:

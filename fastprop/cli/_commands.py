@@ -1,4 +1,4 @@
-"""The four commands: ``demo``, ``graph``, ``propagate`` and ``bench``.
+"""The commands ``graph``, ``propagate`` and ``bench`` (``demo`` lives in :mod:`._demo`).
 
 Each takes the parsed arguments and a :class:`~fastprop.cli._progress.Progress`,
 checks every input and output before the long work starts, writes results
@@ -11,172 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from ..evaluation import benchmark
-from ..baselines import SGC, LabelSpreading
-from ..evaluation.datasets import make_noisy_mixture
-from ..estimator import FastProp
-from ..graph import EXACT_SEARCH_MAX_SAMPLES, build_knn_graph, load_graph, save_graph
-from ..evaluation.protocol import evaluate, make_noisy_task
+from ..evaluation.protocol import make_noisy_task
+from ..graph import build_knn_graph, load_graph, save_graph
 from . import _plots
-from ._io import (
-    check_label_array,
-    check_output,
-    load_features,
-    load_labels,
-    load_validation,
-    require_file,
-    result_writers,
-    write_atomically,
-    write_text,
-)
-from ._text import confidence_histogram, result_table
-
-DEMO_OUTLIER_FRACTION = 0.5
-DEMO_LABEL_RATIO = 0.01
-
-
-_STAGE_TEXT = {
-    "graph": "building the kNN graph",
-    "training": "training the local predictor",
-    "confnet": "training ConfNet",
-}
-
-
-class _StageReporter:
-    """Drive a CLI progress line from FastProp's ``progress(stage, done, total)`` calls."""
-
-    def __init__(self, progress, label):
-        self._progress = progress
-        self._label = label
-        self._stage = None
-
-    def __call__(self, stage, done, total):
-        if stage == "done":
-            self._progress.finish()
-        elif stage == "propagation":
-            if self._stage != stage:
-                # The scheduler stops when no viable start is left, usually well short of
-                # n_vertices confident: show the count and rate, but no time left.
-                self._progress.start(f"{self._label}propagating", total, unit="confident",
-                                     initial=done, time_left=False)
-            self._progress.update(done)
-        elif self._stage != stage:
-            self._progress.start(f"{self._label}{_STAGE_TEXT[stage]}")
-        self._stage = stage
-
-
-def _fastprop(progress, label="", **params):
-    reporter = _StageReporter(progress, label) if progress.enabled else None
-    return FastProp(progress=reporter, **params)
-
-
-def _build_graph(X, n_neighbors, method, seed, progress, parallel_insert=False):
-    """The graph of ``X``; hnsw inserts on one thread (reproducible) unless ``parallel_insert``."""
-    n_samples, n_features = X.shape
-    if n_samples < 2:
-        raise ValueError(f"a kNN graph needs at least 2 samples, got {n_samples}.")
-    if n_neighbors > n_samples - 1:
-        progress.message(f"note: --neighbors {n_neighbors} lowered to {n_samples - 1} (n_samples - 1)")
-        n_neighbors = n_samples - 1
-    resolved = method
-    if method == "auto":
-        resolved = "exact" if n_samples <= EXACT_SEARCH_MAX_SAMPLES else "hnsw"
-    progress.start(f"building the kNN graph ({resolved}, {n_samples:,} x {n_features}, K={n_neighbors})")
-    graph = build_knn_graph(X, n_neighbors, method=method, random_state=seed, n_jobs=-1 if parallel_insert else None)
-    progress.finish(f"{graph.nnz:,} edges")
-    return graph, n_neighbors, resolved
-
-
-def _plot_path(path, option, progress):
-    """``path`` if a plot can be drawn there; None (after a note) when matplotlib is missing."""
-    if path is None:
-        return None
-    if not _plots.available():
-        progress.message(f"note: {option} skipped: {_plots.INSTALL_HINT}")
-        return None
-    _plots.check_plot_path(path, option)
-    check_output(path, option)
-    return path
-
-
-def _score(name, task, model, seconds):
-    scores = evaluate(task, model.label_distributions_, model.confidence_)
-    evaluation = task.evaluation
-    scores.update(
-        method=name,
-        seconds=seconds,
-        confidence=np.asarray(model.confidence_, dtype=np.float64)[evaluation],
-        truth=np.asarray(task.truth)[evaluation],
-    )
-    return scores
-
-
-# ------------------------------------------------------------------- demo
-
-
-def run_demo(args, progress):
-    """Synthetic noisy set, FastProp vs SGC and LabelSpreading, table and histogram."""
-    plot = _plot_path(args.plot, "--plot", progress)
-    progress.start("generating the data")
-    X_pool, y_pool = make_noisy_mixture(
-        args.samples, args.classes, outlier_fraction=DEMO_OUTLIER_FRACTION, random_state=args.seed
-    )
-    task = make_noisy_task(
-        y_pool, args.classes, label_ratio=DEMO_LABEL_RATIO, noise_ratio=DEMO_OUTLIER_FRACTION,
-        random_state=args.seed,
-    )
-    X = task.subset(X_pool)
-    progress.finish()
-    start = time.perf_counter()
-    graph, n_neighbors, method = _build_graph(X, args.neighbors, "auto", args.seed, progress)
-    graph_seconds = time.perf_counter() - start
-
-    results = []
-    for name in ("FastProp", "SGC", "LabelSpreading"):
-        start = time.perf_counter()
-        if name == "FastProp":
-            model = _fastprop(progress, "FastProp: ", random_state=args.seed)
-            model.fit(X, task.y, graph=graph, validation=task.validation)
-        else:
-            progress.start(name)
-            model = (SGC if name == "SGC" else LabelSpreading)().fit(X, task.y, graph=graph)
-            progress.finish()
-        results.append(_score(name, task, model, time.perf_counter() - start))
-
-    n_outliers = int((task.truth == -1).sum())
-    n_seeds = int(task.seed_mask.sum())
-    print(
-        f"fastprop demo: make_noisy_mixture({args.samples:,} samples, {args.classes} classes, "
-        f"{DEMO_OUTLIER_FRACTION:.0%} outliers, seed {args.seed})"
-    )
-    print(
-        f"task: {task.n_samples:,} samples, {n_seeds} seeds (label ratio {DEMO_LABEL_RATIO:.0%}), "
-        f"{n_outliers:,} outliers ({task.actual_noise_ratio:.0%} of the unlabeled);\n"
-        f"      {len(task.validation[0])} samples for validation, {task.evaluation.size:,} evaluated"
-    )
-    print(f"graph: cosine kNN, K={n_neighbors}, {method} search, {graph.nnz:,} edges, {graph_seconds:.2f}s")
-    print()
-    print("\n".join(result_table(results)))
-    print()
-    print(
-        "accuracy: top-1 on the evaluation samples, an outlier's truth being -1 and a sample whose\n"
-        "confidence is below the threshold predicted -1; every method's threshold is chosen on the\n"
-        "validation set. outlier AUROC: how well confidence ranks in-class samples above outliers."
-    )
-    print()
-    fastprop = results[0]
-    print("FastProp confidence on the evaluation samples (share of each group per bin):")
-    print("\n".join(confidence_histogram(
-        fastprop["confidence"], fastprop["truth"], fastprop["outlier_threshold"]
-    )))
-    if plot is not None:
-        figure = _plots.confidence_figure(
-            results, f"Confidence on the evaluation samples: in-class vs outliers "
-            f"({task.actual_noise_ratio:.0%} of the unlabeled samples are outliers)"
-        )
-        _plots.save(figure, plot)
-        print(f"\nwrote {plot}")
-    return 0
-
+from ._io import check_output, load_features, require_file, result_writers, write_atomically, write_text
+from ._label_files import labels_from_array, labels_from_texts, load_labels, load_validation, seed_labels
+from ._running import build_graph, checked_plot, fastprop_model, optional_plot
+from ._tables import LabelColumn
 
 # ------------------------------------------------------------------ graph
 
@@ -184,9 +25,9 @@ def run_demo(args, progress):
 def run_graph(args, progress):
     """Build the cosine kNN affinity graph of ``--features`` and save it."""
     check_output(args.out, "--out", [("--features", args.features)])
-    X, _ = load_features(args.features)
-    graph, n_neighbors, method = _build_graph(X, args.neighbors, args.method, args.seed, progress,
-                                              parallel_insert=args.parallel_insert)
+    X, _ = load_features(args.features, label_column=args.label_column)
+    graph, n_neighbors, method = build_graph(X, args.neighbors, args.method, args.seed, progress,
+                                             parallel_insert=args.parallel_insert)
     save_graph(args.out, graph)
     print(
         f"wrote {args.out}: cosine kNN graph of {X.shape[0]:,} samples, K={n_neighbors} "
@@ -206,54 +47,89 @@ def _load_graph(path, n_samples):
         raise ValueError(f"--graph {error}") from None
 
 
-def run_propagate(args, progress):
-    """Label every sample of ``--features`` from the seeds of ``--labels``."""
+def _check_outputs(args):
+    """Fail before any work unless every output can be written (and none is an input)."""
     inputs = [(option, getattr(args, name)) for option, name in (
         ("--features", "features"), ("--labels", "labels"), ("--graph", "graph"),
         ("--validation", "validation"),
     )]
-    check_output(args.out, "--out", inputs)
-    if args.csv is not None:
-        check_output(args.csv, "--csv", inputs)
-        if Path(args.csv).resolve() == Path(args.out).resolve():
-            raise ValueError(f"--csv {args.csv}: is also --out; give two different files.")
-    X, stored_labels = load_features(args.features)
-    n_samples = X.shape[0]
+    outputs = [(option, path) for option, path in (("--out", args.out), ("--csv", args.csv)) if path is not None]
+    for option, path in outputs:
+        check_output(path, option, inputs)
+    if args.csv is not None and Path(args.csv).resolve() == Path(args.out).resolve():
+        raise ValueError(f"--csv {args.csv}: is also --out; give two different files.")
+    if args.plot is not None:
+        checked_plot(args.plot, "--plot", inputs)
+        for option, path in outputs:
+            if Path(args.plot).resolve() == Path(path).resolve():
+                raise ValueError(f"--plot {args.plot}: is also {option}; give two different files.")
+
+
+def _seed_labels(args, n_samples, stored):
+    """The seeds: from --labels, else the --label-column of a .csv or array y of a .npz of --features."""
     if args.labels is not None:
-        y = load_labels(args.labels, n_samples)
-    elif stored_labels is not None:
-        y = check_label_array(stored_labels, n_samples, f"--features {args.features} (array y): ")
-    else:
+        return load_labels(args.labels, n_samples, args.unlabeled)
+    if stored is None:
         raise ValueError(
-            "no labels: give --labels, or store them as array y next to X in the --features .npz."
+            "no labels: give --labels, --label-column NAME for a column of a .csv --features, or "
+            "store them as array y next to X in a --features .npz."
         )
-    validation = load_validation(args.validation, y) if args.validation is not None else None
-    if args.graph is not None:
-        graph = _load_graph(args.graph, n_samples)
+    if isinstance(stored, LabelColumn):
+        where = f"--features {args.features} (column {stored.name!r})"
+        y, unlabeled = labels_from_texts(stored.texts, args.unlabeled, where, stored.lines)
     else:
-        graph, _, _ = _build_graph(X, args.neighbors, args.method, args.seed, progress,
-                                   parallel_insert=args.parallel_insert)
+        where = f"--features {args.features} (array y)"
+        y, unlabeled = labels_from_array(stored, args.unlabeled, f"{where}: ")
+    return seed_labels(y, unlabeled, n_samples, f"{where}: ")
 
-    model = _fastprop(progress, outlier_threshold=args.outlier_threshold, random_state=args.seed)
-    start = time.perf_counter()
-    model.fit(X, y, graph=graph, validation=validation)
-    seconds = time.perf_counter() - start
-    write_atomically(result_writers(model, args.out, args.csv))
 
-    labels = model.transduction_
-    seeds = int((y != -1).sum())
-    outliers = int((labels == -1).sum())
-    rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
+def _summary(model, labels, seconds, rule):
+    """The line that says what ``propagate`` found."""
+    n_samples = labels.y.size
+    outliers = int(np.count_nonzero(model.transduction_ == model.unlabeled))
     if model.outlier_threshold_ > 1.0:
         why = "every unlabeled sample rejected: the validation samples are all known outliers"
     else:
         why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"
-    print(
-        f"propagated {seeds:,} seed labels ({model.classes_.size} classes) to {n_samples - seeds:,} "
-        f"samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, {outliers:,} outliers ({why})"
+    kind = "class names" if isinstance(model.unlabeled, str) else "classes"
+    return (
+        f"propagated {labels.n_seeds:,} seed labels ({model.classes_.size} {kind}) to "
+        f"{n_samples - labels.n_seeds:,} samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, "
+        f"{outliers:,} outliers ({why}); an outlier's label is {model.unlabeled!r}"
     )
-    written = [path for path in (args.out, args.csv) if path is not None]
-    print(f"wrote {', '.join(map(str, written))}")
+
+
+def run_propagate(args, progress):
+    """Label every sample of ``--features`` from the seeds of ``--labels`` (or of its labels column)."""
+    if args.labels is not None and args.label_column is not None:
+        raise ValueError(
+            f"--labels {args.labels} and --label-column {args.label_column!r}: give the labels once, "
+            "in a file or in a column of the --features CSV."
+        )
+    _check_outputs(args)
+    X, stored = load_features(args.features, label_column=args.label_column)
+    n_samples = X.shape[0]
+    labels = _seed_labels(args, n_samples, stored)
+    validation = load_validation(args.validation, labels) if args.validation is not None else None
+    if args.graph is not None:
+        graph = _load_graph(args.graph, n_samples)
+    else:
+        graph, _, _ = build_graph(X, args.neighbors, args.method, args.seed, progress,
+                                  parallel_insert=args.parallel_insert)
+
+    model = fastprop_model(progress, outlier_threshold=args.outlier_threshold, random_state=args.seed,
+                           unlabeled=labels.unlabeled)
+    start = time.perf_counter()
+    model.fit(X, labels.y, graph=graph, validation=validation)
+    seconds = time.perf_counter() - start
+    outputs = result_writers(model, args.out, args.csv)
+    if args.plot is not None:
+        title = f"fastprop propagate: {n_samples:,} samples of {args.features}"
+        outputs.append(_plots.writer(_plots.result_figure(model, labels.encoded >= 0, title), args.plot))
+    write_atomically(outputs)  # every output, or none
+    rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
+    print(_summary(model, labels, seconds, rule))
+    print(f"wrote {', '.join(str(path) for path, _ in outputs)}")
     return 0
 
 
@@ -301,8 +177,8 @@ def run_bench(args, progress):
     """The paper's Table 1 on a labelled pool: every method under the noisy protocol."""
     if args.out is not None:
         check_output(args.out, "--out", [("--data", args.data)])
-    plot = _plot_path(args.plot, "--plot", progress)
-    confidence_plot = _plot_path(args.confidence_plot, "--confidence-plot", progress)
+    plot = optional_plot(args.plot, "--plot", progress)
+    confidence_plot = optional_plot(args.confidence_plot, "--confidence-plot", progress)
     X, y = _load_pool(args)
     if not args.no_warmup:
         progress.start("warming up (compiling the kernels, untimed)")

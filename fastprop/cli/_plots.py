@@ -10,6 +10,8 @@ import numpy as np
 
 from ._io import write_atomically
 
+MAX_CLASS_BARS = 25
+
 INSTALL_HINT = 'plots need matplotlib; enable them with: pip install "fastprop-graph[plot]"'
 
 
@@ -45,10 +47,15 @@ def _figure(width, height):
     return figure
 
 
+def writer(figure, path):
+    """The ``(path, write)`` pair of :func:`fastprop._files.write_atomically` for ``figure``."""
+    image_format = Path(path).suffix.lower().lstrip(".")
+    return path, lambda stream: figure.savefig(stream, format=image_format, dpi=120)
+
+
 def save(figure, path):
     """Write ``figure`` to ``path`` atomically, in the format of its suffix."""
-    image_format = Path(path).suffix.lower().lstrip(".")
-    write_atomically([(path, lambda stream: figure.savefig(stream, format=image_format, dpi=120))])
+    write_atomically([writer(figure, path)])
 
 
 def confidence_figure(results, title):
@@ -81,6 +88,88 @@ def confidence_figure(results, title):
         ax.set_xlim(0, 1)
         ax.legend(fontsize="small")
     axes[0].set_ylabel("% of the group")
+    figure.suptitle(title)
+    return figure
+
+
+def _confidence_panel(ax, confidence, outlier, threshold):
+    """Stacked histogram of the unlabeled samples' confidence, labeled vs outliers, with the threshold."""
+    bins = np.linspace(0.0, 1.0, 21)
+    groups = [(~outlier, "given a class", "tab:blue"), (outlier, "outliers", "tab:red")]
+    ax.hist([confidence[mask] for mask, _, _ in groups], bins=bins, stacked=True,
+            color=[colour for _, _, colour in groups],
+            label=[f"{name} ({int(mask.sum()):,})" for mask, name, _ in groups])
+    if 0.0 < threshold <= 1.0:
+        ax.axvline(threshold, color="black", linestyle="--", linewidth=1, label=f"threshold {threshold:.3f}")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("unlabeled samples")
+    ax.set_title("confidence of the unlabeled samples")
+    ax.legend(fontsize="small")
+
+
+def class_counts(classes, labels, seeds, max_classes=MAX_CLASS_BARS):
+    """Seeds and propagated labels of the largest classes, for the bars of :func:`result_figure`.
+
+    Parameters
+    ----------
+    classes : ndarray of shape (n_classes,)
+        Sorted, as ``FastProp.classes_``.
+    labels : ndarray of shape (n_samples,)
+        The labels of the samples that got a class (outliers left out).
+    seeds : ndarray of shape (n_samples,), bool
+        Which of them are seeds.
+    max_classes : int
+        Keep the classes with the most samples, this many at most.
+
+    Returns
+    -------
+    names : list of str
+    n_seeds, n_propagated : ndarray of int
+        Per kept class, largest first.
+
+    Examples
+    --------
+    >>> names, n_seeds, n_propagated = class_counts(
+    ...     np.array(["a", "b"]), np.array(["a", "b", "b"]), np.array([True, True, False]))
+    >>> names, n_seeds.tolist(), n_propagated.tolist()
+    (['b', 'a'], [1, 1], [1, 0])
+    """
+    encoded = np.searchsorted(classes, labels)
+    n_seeds = np.bincount(encoded[seeds], minlength=classes.size)
+    n_propagated = np.bincount(encoded[~seeds], minlength=classes.size)
+    order = np.argsort(-(n_seeds + n_propagated), kind="stable")[:max_classes]
+    return [str(classes[k]) for k in order], n_seeds[order], n_propagated[order]
+
+
+def result_figure(model, seeds, title):
+    """What ``fastprop propagate`` found: confidence against the threshold, samples per class.
+
+    Parameters
+    ----------
+    model : fastprop.FastProp
+        Fitted.
+    seeds : ndarray of shape (n_samples,), bool
+        The labeled samples.
+    title : str
+    """
+    labels = np.asarray(model.transduction_)
+    outlier = labels == model.unlabeled
+    confidence = np.clip(np.asarray(model.confidence_, dtype=np.float64), 0.0, 1.0)
+    figure = _figure(11.0, 4.2)
+    left, right = figure.subplots(1, 2, width_ratios=(3, 2))
+    _confidence_panel(left, confidence[~seeds], outlier[~seeds], model.outlier_threshold_)
+    names, n_seeds, n_propagated = class_counts(np.asarray(model.classes_), labels[~outlier], seeds[~outlier])
+    rows = np.arange(len(names) + 1)
+    right.barh(rows[1:], n_seeds, color="tab:green", label="seeds")
+    right.barh(rows[1:], n_propagated, left=n_seeds, color="tab:blue", label="propagated")
+    right.barh(rows[:1], [int(outlier.sum())], color="tab:red", label="outliers")
+    right.set_yticks(rows, [f"outliers ({model.unlabeled!r})", *names], fontsize="small")
+    right.invert_yaxis()
+    right.set_xlabel("samples")
+    shown = "" if len(names) == model.classes_.size else f", the {len(names)} largest of {model.classes_.size}"
+    right.set_title(f"samples per class{shown}")
+    right.legend(fontsize="small")
     figure.suptitle(title)
     return figure
 

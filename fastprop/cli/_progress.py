@@ -36,8 +36,7 @@ def _rate(per_second):
     return f"{per_second:.2g}/s"
 
 
-def format_progress(label, elapsed, done=None, total=None, *, unit="", rate=None, detail=None,
-                    time_left=True):
+def format_progress(label, elapsed, done=None, total=None, *, unit="", rate=None, detail=None):
     """One progress line (without the ``fastprop:`` prefix).
 
     Parameters
@@ -52,15 +51,13 @@ def format_progress(label, elapsed, done=None, total=None, *, unit="", rate=None
         Name of the items, e.g. ``"confident"``.
     rate : float or None
         Items per second; with ``total`` it also gives the time left.
-    time_left : bool, default=True
-        Show the time left (off for a stage that may end before ``total``).
     detail : str or None
         Appended after a dash (e.g. the last run's result).
 
     Examples
     --------
-    >>> format_progress("propagating", 3.2, 500, 1000, unit="confident", rate=250.0)
-    'propagating: 500/1,000 confident (50%), 250/s, ~2.0s left [3.2s]'
+    >>> format_progress("bench", 3.2, 5, 20, unit="fits", rate=1.5)
+    'bench: 5/20 fits (25%), 1.5/s, ~10s left [3.2s]'
     """
     parts = [label]
     if done is not None:
@@ -72,7 +69,7 @@ def format_progress(label, elapsed, done=None, total=None, *, unit="", rate=None
         fields = [count]
         if rate:
             fields.append(_rate(rate))
-            if time_left and total and total > done:
+            if total and total > done:
                 fields.append(f"~{_duration((total - done) / rate)} left")
         parts = [f"{label}: " + ", ".join(fields)]
     text = parts[0] + f" [{_duration(elapsed)}]"
@@ -130,12 +127,12 @@ class Progress:
 
     # ------------------------------------------------------------------ stages
 
-    def start(self, label, total=None, *, unit="", initial=0, time_left=True):
+    def start(self, label, total=None, *, unit="", initial=0):
         """Begin the stage ``label`` (``total`` items, or None if unknown).
 
         ``initial`` items count as done before the stage started (they do not
-        add to the rate). ``time_left=False`` for a stage that may stop short
-        of ``total``, whose time left cannot be estimated from its rate.
+        add to the rate). A stage that may stop short of a count (FastProp's
+        patch loop) has no ``total``: a total must be one the stage reaches.
         """
         if not self.enabled:
             return
@@ -145,7 +142,7 @@ class Progress:
             now = self._clock()
             self._stage = {
                 "label": label, "total": total, "unit": unit, "done": None, "detail": None,
-                "start": now, "initial": initial, "time_left": time_left,
+                "start": now, "initial": initial,
             }
             self._draw_locked(force=True)
         if self._thread is None:
@@ -217,7 +214,7 @@ class Progress:
             rate = (stage["done"] - stage["initial"]) / (now - stage["start"]) or None
         return format_progress(
             stage["label"], now - stage["start"], stage["done"], stage["total"],
-            unit=stage["unit"], rate=rate, detail=stage["detail"], time_left=stage["time_left"],
+            unit=stage["unit"], rate=rate, detail=stage["detail"],
         )
 
     def _width(self):

@@ -1,0 +1,159 @@
+"""Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
+
+The first line is a header when it names the labels column, or holds a text
+above a number of the second line (any text, for a one-line file). A labels
+column (``--label-column NAME``) is found by its name, so it needs a header;
+every other column must hold numbers. Messages name the line and the column;
+the caller prefixes the option and the file.
+"""
+
+import csv
+from typing import NamedTuple
+
+import numpy as np
+
+from ._numbers import parse_real
+
+_SHOWN_COLUMNS = 8
+
+
+class LabelColumn(NamedTuple):
+    """The labels column of a table: its name, the stripped text of each row and its line number."""
+
+    name: str
+    texts: list
+    lines: list
+
+
+def _rows(lines):
+    """``(line number, stripped fields)`` of every line that is not blank."""
+    for number, row in enumerate(csv.reader(lines), start=1):
+        if row:
+            yield number, [field.strip() for field in row]
+
+
+def _is_header(fields):
+    return any(parse_real(field) is None for field in fields)
+
+
+def _has_header(rows, label_column):
+    """Whether the first row names the columns.
+
+    It does when it holds ``label_column``, or a text where the next row has a
+    number (a labels column holds text on every row, header or not), or any
+    text when there is no comparable next row.
+    """
+    first = rows[0][1]
+    if label_column in first:
+        return True
+    if len(rows) == 1 or len(rows[1][1]) != len(first):
+        return _is_header(first)
+    return any(parse_real(name) is None and parse_real(value) is not None
+               for name, value in zip(first, rows[1][1]))
+
+
+def _shown(names):
+    shown = ", ".join(repr(name) for name in names[:_SHOWN_COLUMNS])
+    return shown + (", ..." if len(names) > _SHOWN_COLUMNS else "")
+
+
+def _check_header(header):
+    for position, name in enumerate(header, start=1):
+        if not name:
+            raise ValueError(
+                f"column {position} has no name in the header line; name every column (pandas "
+                "writes its index that way: save with to_csv(index=False))."
+            )
+
+
+def _label_position(header, label_column):
+    """Index of the labels column in ``header``, or None without ``label_column``."""
+    if label_column is None:
+        return None
+    if header is None:
+        raise ValueError(
+            f"has no header line, so --label-column {label_column!r} names no column; add a first "
+            f"line with the column names, e.g. 'x1,x2,{label_column}'."
+        )
+    found = [position for position, name in enumerate(header) if name == label_column]
+    if not found:
+        raise ValueError(
+            f"has no column {label_column!r} (its columns: {_shown(header)}); give --label-column "
+            "the name of the column that holds the labels."
+        )
+    if len(found) > 1:
+        raise ValueError(f"has {len(found)} columns named {label_column!r}; rename all but the labels column.")
+    return found[0]
+
+
+def _not_a_number(number, fields, columns, names, label_column):
+    """The error about the first feature cell of a line that is not a number."""
+    position = next(position for position in columns if parse_real(fields[position]) is None)
+    hint = ""
+    if label_column is None and _is_header(names):
+        hint = f" (if column {names[position]!r} holds the labels, pass --label-column {names[position]!r})"
+    return ValueError(
+        f"line {number}, column {names[position]!r}: {fields[position][:40]!r} is not a number; "
+        f"every column but the labels must hold numbers{hint}."
+    )
+
+
+def _features(data, columns, names, label_column):
+    """The feature columns of ``data`` as float64, line by line."""
+    X = np.empty((len(data), len(columns)), dtype=np.float64)
+    for row, (number, fields) in enumerate(data):
+        try:
+            X[row] = [float(fields[position]) for position in columns]
+        except ValueError:
+            raise _not_a_number(number, fields, columns, names, label_column) from None
+    return X
+
+
+def read_feature_table(lines, label_column=None):
+    """Features and the texts of the labels column of a CSV table.
+
+    Parameters
+    ----------
+    lines : list of str
+        The lines of the file.
+    label_column : str or None
+        The name (in the header) of the column that holds the labels.
+
+    Returns
+    -------
+    X : ndarray of shape (n_rows, n_features), float64
+    labels : LabelColumn or None
+        The stripped text of ``label_column`` on each row (empty when unlabeled).
+
+    Examples
+    --------
+    >>> X, labels = read_feature_table(["x,y,label", "0.5,1,cat", "2,-1,"], "label")
+    >>> X.tolist(), labels.texts, labels.lines
+    ([[0.5, 1.0], [2.0, -1.0]], ['cat', ''], [2, 3])
+    """
+    rows = list(_rows(lines))
+    if not rows:
+        raise ValueError("holds no data; write one sample per line, its features separated by commas.")
+    header = rows[0][1] if _has_header(rows, label_column) else None
+    data = rows[1:] if header is not None else rows
+    if header is not None:
+        _check_header(header)
+    if not data:
+        raise ValueError("holds a header line but no sample; write one sample per line below it.")
+    width = len(rows[0][1])
+    for number, fields in data:
+        if len(fields) != width:
+            raise ValueError(
+                f"line {number} has {len(fields)} fields but line {rows[0][0]} has {width}; every "
+                "line needs one field per column."
+            )
+    names = header if header is not None else [str(position) for position in range(1, width + 1)]
+    label_at = _label_position(header, label_column)
+    columns = [position for position in range(width) if position != label_at]
+    if not columns:
+        raise ValueError(f"has no feature column besides the labels column {label_column!r}.")
+    X = _features(data, columns, names, label_column)
+    labels = None
+    if label_at is not None:
+        labels = LabelColumn(label_column, [fields[label_at] for _, fields in data], [number for number, _ in data])
+    return X, labels
