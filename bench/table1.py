@@ -10,7 +10,9 @@ For each noise ratio and seed (0 .. --seeds-1) one task is drawn with
 ``make_noisy_task`` and one kNN graph (K=30) is built and shared by every
 method; see :func:`fastprop.evaluation.benchmark.run_table`. ``--mnist-split`` keeps
 digits 0-4 as the classes and turns digits 5-9 into outliers (y = -1).
-Rows are L2-normalised (MNIST is raw pixels). When scikit-learn is installed,
+Every baseline also runs as ``"<name> + ConfNet"``: its output refined by
+:func:`fastprop.confnet.refine_confidence` (the paper's Fig. 6; ``--no-confnet``
+leaves them out). Rows are L2-normalised (MNIST is raw pixels). When scikit-learn is installed,
 ``sklearn.semi_supervised.LabelSpreading(kernel="knn", n_neighbors=30)`` is
 added as a reference; it builds its own graph.
 
@@ -55,6 +57,8 @@ def parse_args(argv=None):
     parser.add_argument("--mnist-split", action="store_true", help="digits 0-4 in-class, 5-9 outliers")
     parser.add_argument("--methods", nargs="+", default=list(fb.METHOD_NAMES))
     parser.add_argument("--no-sklearn", action="store_true", help="leave out the scikit-learn reference row")
+    parser.add_argument("--no-confnet", action="store_true",
+                        help="leave out the '+ ConfNet' variant of every baseline (the paper's Fig. 6)")
     parser.add_argument("--samples", type=int, default=10000, help="pool size of the synthetic mixture")
     parser.add_argument("--name", help="dataset name in the output file (default from --data)")
     return parser.parse_args(argv)
@@ -111,6 +115,8 @@ def main(argv=None):
     name, X, y, description = load_pool(args)
     n_classes = args.classes or (10 if args.data is None else 5 if args.mnist_split else 30)
     methods = list(args.methods)
+    if not args.no_confnet:
+        methods += [m + fb.CONFNET_SUFFIX for m in args.methods if m != "FastProp" and not m.endswith(fb.CONFNET_SUFFIX)]
     if not args.no_sklearn and fb.sklearn_available() and fb.SKLEARN_REFERENCE not in methods:
         methods.append(fb.SKLEARN_REFERENCE)
     log(f"{name}: pool {X.shape}, {n_classes} classes per task, methods {methods}")

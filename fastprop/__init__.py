@@ -21,6 +21,7 @@ _MODULES = {
     "knn_graph_from_lists": "graph",
     "knn_search": "graph",
     "load_graph": "graph",
+    "refine_confidence": "confnet",
     "save_graph": "graph",
 }
 
@@ -30,6 +31,7 @@ __all__ = [
     "knn_graph_from_lists",
     "knn_search",
     "load_graph",
+    "refine_confidence",
     "save_graph",
     "warmup",
 ]

@@ -570,6 +570,31 @@ def as_integer_labels(labels, name):
     )
 
 
+def check_distributions(distributions, n_samples, *, name="label_distributions"):
+    """A method's class scores: (n_samples, n_classes), finite, non-negative, no all-zero row.
+
+    Returns float64 rows normalised to sum 1.
+    """
+    array = np.asarray(distributions)
+    if array.ndim != 2 or array.shape[0] != n_samples or array.shape[1] == 0:
+        raise ValueError(
+            f"{name} must have shape ({n_samples}, n_classes), one row per sample of the graph, got "
+            f"shape {array.shape}."
+        )
+    if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
+        raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}.")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} has NaN or infinite values; all must be finite.")
+    if (array < 0).any():
+        raise ValueError(f"{name} has negative values; pass class probabilities (or scores >= 0).")
+    totals = array.sum(axis=1, keepdims=True)
+    if (totals == 0).any():
+        bad = np.flatnonzero(totals[:, 0] == 0)
+        raise ValueError(f"{name} has all-zero rows (rows {_shown(bad)}); every row needs a positive score.")
+    return array / totals
+
+
 def check_scores(confidence, predicted, truth):
     """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
 

@@ -2,13 +2,129 @@
 
 It is trained on what propagation discovered: the top-eta most confident
 unlabeled vertices are positives (likely genuine members), the top-eta least
-confident are negatives (likely outliers).
+confident are negatives (likely outliers). FastProp runs it inside ``fit``;
+:func:`refine_confidence` runs it on the output of any method, as the
+paper's Fig. 6 does.
 """
 
 import numpy as np
 
+from ._concurrency import serialised
 from ._kernels.descriptors import N_DESCRIPTORS, structural_descriptors
+from ._validation import check_choice, check_distributions, check_graph, check_integer, check_random_state, check_real
+from .adjacency import RandomWalk
 from .linear import fit_logistic_regression, sigmoid_proba
+
+__all__ = ["refine_confidence"]
+
+
+@serialised
+def refine_confidence(graph, label_distributions, confidence=None, *, labeled=None, combine="mean", eta=0.05,
+                      depth=1, l2=1e-3, random_state=None):
+    """ConfNet as a post-processing step: a better confidence for any method's labels.
+
+    The paper (Yang et al., ECCV 2020, Fig. 6) shows that ConfNet, trained on
+    a method's own most and least confident samples, lifts that method's
+    outlier detection. ConfNet sees class-agnostic descriptors of each
+    prediction (top probability, margin, entropy, neighbour agreement,
+    similarity to neighbours, degree; :func:`structural_features`), smoothed
+    ``depth`` steps over the graph, and a logistic regression separates the
+    ``eta`` most confident unlabeled samples from the ``eta`` least confident.
+
+    Parameters
+    ----------
+    graph : sparse matrix of shape (n_samples, n_samples)
+        The affinity graph the method used (non-negative weights).
+    label_distributions : array_like of shape (n_samples, n_classes)
+        The method's class probabilities (or non-negative scores, normalised here).
+    confidence : array_like of shape (n_samples,), optional
+        The method's confidence; by default the row maximum of the distributions.
+    labeled : array_like of bool (n_samples,) or of int, optional
+        The seeds (a mask or indices): never trained on, and they keep ``confidence``.
+    combine : {"mean", "confnet"}, default="mean"
+        ``"mean"``: the mean of ``confidence`` and ConfNet's (the paper's
+        ConfNet-dagger, FastProp's default); ``"confnet"``: ConfNet's alone.
+    eta : float in (0, 0.5], default=0.05
+    depth : int, default=1
+        SGC depth of ConfNet.
+    l2 : float, default=1e-3
+        Ridge penalty of its logistic regression.
+    random_state : int, Generator or None
+        Breaks ties between equally confident samples.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The refined confidence in [0, 1]; ``confidence`` itself (as float64)
+        when fewer than two unlabeled samples leave nothing to learn from.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastprop import build_knn_graph
+    >>> from fastprop.baselines import SGC
+    >>> from fastprop.confnet import refine_confidence
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(3, 1, (50, 8)), rng.normal(-3, 1, (50, 8))])
+    >>> y = np.full(100, -1); y[:5], y[50:55] = 0, 1
+    >>> G = build_knn_graph(X, 10)
+    >>> model = SGC().fit(X, y, graph=G)
+    >>> refined = refine_confidence(G, model.label_distributions_, labeled=y >= 0, random_state=0)
+    >>> refined.shape, bool(((refined >= 0) & (refined <= 1)).all())
+    ((100,), True)
+    """
+    distributions = check_distributions(label_distributions, _n_rows(graph))
+    n_samples = distributions.shape[0]
+    graph = check_graph(graph, n_samples)
+    if confidence is None:
+        scores = distributions.max(axis=1)
+    else:
+        scores = np.asarray(confidence, dtype=np.float64)
+        if scores.shape != (n_samples,) or not np.isfinite(scores).all():
+            raise ValueError(
+                f"confidence must be {n_samples} finite numbers, one per sample, got shape {np.shape(confidence)}."
+            )
+    seeds = _seed_mask(labeled, n_samples)
+    check_choice("combine", combine, ("mean", "confnet"))
+    eta = check_real("eta", eta, low=0, high=0.5, low_inclusive=False)
+    depth = check_integer("depth", depth, low=0, high=10)
+    l2 = check_real("l2", l2, low=0)
+    tie_rank = check_random_state(random_state).permutation(n_samples)
+    walk = RandomWalk(graph)
+    inputs = structural_features(walk, distributions, np.zeros(n_samples, dtype=np.int64))
+    learnt = confnet_confidence(walk, inputs, scores, np.flatnonzero(~seeds), eta=eta, depth=depth, l2=l2,
+                                tie_rank=tie_rank)
+    if learnt is None:
+        return scores.copy()
+    refined = learnt if combine == "confnet" else 0.5 * (scores + learnt)
+    refined = np.clip(refined, 0.0, 1.0)
+    refined[seeds] = scores[seeds]
+    return refined
+
+
+def _n_rows(graph):
+    shape = getattr(graph, "shape", None)
+    if shape is None or len(shape) != 2:
+        raise ValueError(f"graph must be a sparse (n_samples, n_samples) matrix, got {type(graph).__name__}.")
+    return shape[0]
+
+
+def _seed_mask(labeled, n_samples):
+    """``labeled`` (None, a boolean mask or indices) as a boolean mask."""
+    mask = np.zeros(n_samples, dtype=bool)
+    if labeled is None:
+        return mask
+    labeled = np.asarray(labeled)
+    if labeled.dtype == np.bool_:
+        if labeled.shape != (n_samples,):
+            raise ValueError(f"labeled as a mask must have shape ({n_samples},), got {labeled.shape}.")
+        return labeled.copy()
+    if labeled.ndim != 1 or not np.issubdtype(labeled.dtype, np.integer):
+        raise ValueError("labeled must be a boolean mask or a 1-D array of sample indices.")
+    if labeled.size and (labeled.min() < 0 or labeled.max() >= n_samples):
+        raise ValueError(f"labeled indices must be in [0, {n_samples - 1}].")
+    mask[labeled] = True
+    return mask
 
 
 def extreme_vertices(confidence, candidates, eta, tie_rank):

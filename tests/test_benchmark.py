@@ -161,3 +161,19 @@ def test_load_benchmark_data_normalises_rows(tmp_path):
     np.savez(tmp_path / "nolabels.npz", X=X)
     with pytest.raises(ValueError, match="no labels"):
         load_benchmark_data(tmp_path / "nolabels.npz")
+
+
+def test_a_confnet_variant_is_the_method_then_refine_confidence(pool):
+    from fastprop.confnet import refine_confidence
+    from fastprop.evaluation.protocol import evaluate
+
+    X, y = pool
+    task = make_noisy_task(y, 4, label_ratio=0.05, noise_ratio=0.5, random_state=1)
+    graph = build_knn_graph(task.subset(X), 10)
+    result = run_method("LabelSpreading + ConfNet", X, task, graph, 1, return_model=True)
+    model = result["model"]
+    refined = refine_confidence(graph, model.label_distributions_, model.confidence_, labeled=task.y >= 0,
+                                random_state=1)
+    assert result["method"] == "LabelSpreading + ConfNet"
+    assert_allclose(result["confidence"], refined[task.evaluation])
+    assert result["outlier_auroc"] == evaluate(task, model.label_distributions_, refined)["outlier_auroc"]

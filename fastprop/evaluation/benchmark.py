@@ -19,14 +19,16 @@ import time
 import numpy as np
 
 from ..baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading
-from .datasets import load_embeddings, make_noisy_mixture
+from ..confnet import refine_confidence
 from ..estimator import FastProp
 from ..graph import build_knn_graph
+from .datasets import load_embeddings, make_noisy_mixture
 from .protocol import evaluate, make_noisy_task
 
 __all__ = [
     "METHOD_NAMES",
     "SKLEARN_REFERENCE",
+    "CONFNET_SUFFIX",
     "GRAPH_ROW",
     "make_method",
     "run_method",
@@ -43,6 +45,9 @@ SKLEARN_REFERENCE = "sklearn_label_spreading"
 parameters at scikit-learn's defaults (``alpha=0.2``, ``max_iter=30``). It builds
 its own graph (unweighted, Euclidean kNN, not symmetrised), so its seconds
 include the graph and it does not use the shared one."""
+CONFNET_SUFFIX = " + ConfNet"
+"""A method name ending so (e.g. ``"SGC + ConfNet"``) is that method followed by
+:func:`fastprop.confnet.refine_confidence` (the paper's Fig. 6); its seconds include it."""
 GRAPH_ROW = "graph"
 """``method`` of the pseudo-row that reports the shared graph's build time."""
 
@@ -81,6 +86,8 @@ def make_method(name, random_state, **params):
     -------
     estimator
     """
+    if name.endswith(CONFNET_SUFFIX) and name[: -len(CONFNET_SUFFIX)] != SKLEARN_REFERENCE:
+        name = name[: -len(CONFNET_SUFFIX)]
     if name in _SEEDED:
         return _SEEDED[name](random_state=random_state, **params)
     if name in _UNSEEDED:
@@ -90,7 +97,8 @@ def make_method(name, random_state, **params):
 
         return SklearnLabelSpreading(**{"kernel": "knn", "n_neighbors": 30, **params})
     allowed = ", ".join(repr(n) for n in (*METHOD_NAMES, SKLEARN_REFERENCE))
-    raise ValueError(f"method name={name!r} is unknown; allowed: {allowed}.")
+    raise ValueError(f"method name={name!r} is unknown; allowed: {allowed}, each optionally followed by "
+                     f"{CONFNET_SUFFIX!r}.")
 
 
 def run_method(name, X, task, graph, random_state, *, params=None, return_model=False):
@@ -127,17 +135,20 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
     features = task.subset(X)
     gc.collect()
     start, cpu_start = time.perf_counter(), time.process_time()
-    if name == "FastProp":
+    if isinstance(model, FastProp):
         model.fit(features, task.y, graph=graph, validation=task.validation)
     elif name == SKLEARN_REFERENCE:
         model.fit(features, task.y)
     else:
         model.fit(features, task.y, graph=graph)
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     distributions = np.asarray(model.label_distributions_, dtype=np.float64)
     confidence = getattr(model, "confidence_", None)
     if confidence is None:
         confidence = distributions.max(axis=1)
+    if name.endswith(CONFNET_SUFFIX):
+        confidence = refine_confidence(graph, distributions, confidence, labeled=task.y >= 0,
+                                       random_state=random_state)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     result = evaluate(task, distributions, confidence)
     evaluation = task.evaluation
     result.update(
@@ -149,7 +160,7 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         predicted=distributions.argmax(axis=1)[evaluation],
         truth=np.asarray(task.truth)[evaluation],
     )
-    if name == "FastProp":
+    if isinstance(model, FastProp):
         result["timings"] = dict(model.timings_)
     if return_model:
         result["model"] = model
@@ -161,7 +172,7 @@ def warmup():
     X, y_pool = make_noisy_mixture(300, 4, n_features=16, random_state=0)
     task = make_noisy_task(y_pool, 3, label_ratio=0.05, noise_ratio=0.1, random_state=0)
     graph = build_knn_graph(task.subset(X), 10, method="exact")
-    for name in METHOD_NAMES:
+    for name in (*METHOD_NAMES, "SGC" + CONFNET_SUFFIX):
         run_method(name, X, task, graph, 0)
 
 

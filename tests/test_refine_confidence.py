@@ -1,0 +1,74 @@
+"""ConfNet as post-processing for any method (refine_confidence)."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from fastprop import build_knn_graph
+from fastprop.adjacency import RandomWalk
+from fastprop.baselines import SGC
+from fastprop.confnet import confnet_confidence, refine_confidence, structural_features
+from fastprop.evaluation.datasets import make_noisy_mixture
+from fastprop.evaluation.protocol import make_noisy_task, outlier_auroc
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    X, y_pool = make_noisy_mixture(3000, 6, n_features=32, outlier_fraction=0.5, random_state=0)
+    task = make_noisy_task(y_pool, 4, label_ratio=0.02, noise_ratio=0.5, random_state=0)
+    features = task.subset(X)
+    return features, task, build_knn_graph(features, 15, random_state=0)
+
+
+def test_it_is_confnet_on_the_method_output(noisy):
+    features, task, graph = noisy
+    model = SGC().fit(features, task.y, graph=graph)
+    seeds = task.y >= 0
+    refined = refine_confidence(graph, model.label_distributions_, labeled=seeds, combine="confnet", random_state=3)
+    walk = RandomWalk(graph)
+    normalised = model.label_distributions_ / model.label_distributions_.sum(axis=1, keepdims=True)
+    inputs = structural_features(walk, normalised, np.zeros(len(seeds), dtype=np.int64))
+    tie_rank = np.random.default_rng(3).permutation(len(seeds))
+    expected = confnet_confidence(walk, inputs, model.confidence_, np.flatnonzero(~seeds), eta=0.05, depth=1,
+                                  l2=1e-3, tie_rank=tie_rank)
+    expected[seeds] = model.confidence_[seeds]
+    assert_allclose(refined, expected)
+    mean = refine_confidence(graph, model.label_distributions_, labeled=np.flatnonzero(seeds), random_state=3)
+    assert_allclose(mean[~seeds], 0.5 * (model.confidence_[~seeds] + expected[~seeds]))
+    assert_array_equal(mean[seeds], model.confidence_[seeds])
+
+
+def test_it_recovers_a_signal_the_distributions_carry_and_the_confidence_blurs(noisy):
+    """In-class samples have peaked distributions, outliers flat ones; the method's confidence is that
+    signal plus noise. ConfNet, trained on the confidence's extremes, reads the descriptors instead."""
+    features, task, graph = noisy
+    rng = np.random.default_rng(0)
+    n, in_class = graph.shape[0], task.truth >= 0
+    distributions = rng.dirichlet(np.ones(4), size=n) * 0.3
+    distributions[np.arange(n), rng.integers(0, 4, n)] += np.where(in_class, 2.0, 0.2)
+    distributions /= distributions.sum(axis=1, keepdims=True)
+    blurred = np.clip(distributions.max(axis=1) + rng.normal(0, 0.25, n), 0, 1)
+    refined = refine_confidence(graph, distributions, blurred, labeled=task.y >= 0, combine="confnet", random_state=0)
+    before, after = outlier_auroc(blurred, task.truth), outlier_auroc(refined, task.truth)
+    assert before < 0.85 and after > 0.95, (before, after)
+
+
+def test_bad_inputs_say_what_is_wrong(noisy):
+    features, task, graph = noisy
+    n = graph.shape[0]
+    good = np.full((n, 3), 1 / 3)
+    with pytest.raises(ValueError, match="must have shape"):
+        refine_confidence(graph, good[:-1])
+    with pytest.raises(ValueError, match="negative values"):
+        refine_confidence(graph, -good)
+    with pytest.raises(ValueError, match="all-zero rows"):
+        refine_confidence(graph, np.zeros((n, 3)))
+    with pytest.raises(ValueError, match="confidence must be"):
+        refine_confidence(graph, good, confidence=np.full(n, np.nan))
+    with pytest.raises(ValueError, match="combine"):
+        refine_confidence(graph, good, combine="max")
+    with pytest.raises(ValueError, match="labeled indices must be in"):
+        refine_confidence(graph, good, labeled=[n])
+    tiny = build_knn_graph(features[:3], 2)
+    assert_array_equal(refine_confidence(tiny, good[:3], confidence=np.array([0.2, 0.5, 0.9]), labeled=[0, 1]),
+                       [0.2, 0.5, 0.9])  # one unlabeled sample: nothing to learn from
