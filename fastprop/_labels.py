@@ -230,21 +230,23 @@ def check_validation(validation, n_samples, labeled_mask, classes, unlabeled=UNL
         )
     if indices.size == 0:
         raise ValueError("validation is empty; pass at least one (index, label) pair or None.")
-    indices = as_integer_labels(indices, "validation indices")
+    indices = _unlabeled_indices(indices, n_samples, labeled_mask, "validation indices",
+                                 f"set y[i] = {unlabeled!r} or drop them from validation")
+    return indices, encode_known(labels, classes, unlabeled, name="validation labels")
+
+
+def _unlabeled_indices(indices, n_samples, labeled_mask, name, hint):
+    """``indices`` as int64: integers in range, distinct, none of them a seed (``hint`` says what to do)."""
+    indices = as_integer_labels(indices, name)
     out_of_range = (indices < 0) | (indices >= n_samples)
     if out_of_range.any():
-        raise ValueError(
-            f"validation indices must be in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}."
-        )
+        raise ValueError(f"{name} must be in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}.")
     if np.unique(indices).size != indices.size:
-        raise ValueError("validation indices must be distinct; some index appears twice.")
-    overlapping = labeled_mask[indices]
-    if overlapping.any():
-        raise ValueError(
-            f"validation indices {_shown_values(indices[overlapping])} are labeled seeds; the validation "
-            f"samples must be unlabeled in y (set y[i] = {unlabeled!r} or drop them from validation)."
-        )
-    return indices, encode_known(labels, classes, unlabeled, name="validation labels")
+        raise ValueError(f"{name} must be distinct; some index appears twice.")
+    seeds = labeled_mask[indices]
+    if seeds.any():
+        raise ValueError(f"{name} {_shown_values(indices[seeds])} are labeled seeds; {hint}.")
+    return indices
 
 
 def check_known_outliers(outliers, n_samples, labeled_mask, validation):
@@ -254,17 +256,7 @@ def check_known_outliers(outliers, n_samples, labeled_mask, validation):
     indices = np.asarray(outliers)
     if indices.ndim != 1:
         raise ValueError(f"outliers must be a 1-D array of sample indices, got shape {indices.shape}.")
-    indices = as_integer_labels(indices, "outliers")
-    out_of_range = (indices < 0) | (indices >= n_samples)
-    if out_of_range.any():
-        raise ValueError(f"outliers must be indices in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}.")
-    if np.unique(indices).size != indices.size:
-        raise ValueError("outliers must be distinct; some index appears twice.")
-    seeds = labeled_mask[indices]
-    if seeds.any():
-        raise ValueError(
-            f"outliers {_shown_values(indices[seeds])} are labeled seeds in y; a known outlier is unlabeled in y."
-        )
+    indices = _unlabeled_indices(indices, n_samples, labeled_mask, "outliers", "a known outlier is unlabeled in y")
     if validation is not None:
         both = np.intersect1d(indices, validation[0])
         if both.size:

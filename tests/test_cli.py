@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from cli_support import run, seeded_pool
 
 from fastprop import load_graph
 from fastprop.evaluation import benchmark
@@ -25,19 +26,9 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def run(argv, capsys):
-    status = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 @pytest.fixture(scope="module")
 def pool():
-    X, y = make_noisy_mixture(400, 4, n_features=16, outlier_fraction=0.2, random_state=0)
-    seeds = np.full(y.size, -1)
-    for label in range(4):
-        seeds[np.flatnonzero(y == label)[:5]] = label
-    return X, y, seeds
+    return seeded_pool(400, 16, 5, 0)
 
 
 @pytest.fixture

@@ -5,30 +5,19 @@ import sys
 
 import numpy as np
 import pytest
+from cli_support import run, seeded_pool
 
 from fastprop import FastProp
-from fastprop.cli import main
 from fastprop.cli import _plots
 from fastprop.cli._label_files import labels_from_texts, load_labels
-from fastprop.evaluation.datasets import make_noisy_mixture
 
 NAMES = np.array(["ant", "bee", "cat", "dog"])
 PLOT_HINT = 'pip install "fastprop-graph[plot]"'
 
 
-def run(argv, capsys):
-    status = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 @pytest.fixture(scope="module")
 def pool():
-    X, truth = make_noisy_mixture(300, 4, n_features=12, outlier_fraction=0.2, random_state=3)
-    seeds = np.full(truth.size, -1)
-    for label in range(4):
-        seeds[np.flatnonzero(truth == label)[:4]] = label
-    return X, truth, seeds
+    return seeded_pool(300, 12, 4, 3)
 
 
 @pytest.fixture

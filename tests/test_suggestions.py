@@ -94,9 +94,9 @@ def test_bad_outliers_say_what_is_wrong(fitted):
     X, y, _, _ = fitted
     with pytest.raises(ValueError, match="are labeled seeds"):
         FastProp().fit(X, y, outliers=[0])
-    with pytest.raises(ValueError, match="must be indices in"):
+    with pytest.raises(ValueError, match="outliers must be in"):
         FastProp().fit(X, y, outliers=[10_000])
     with pytest.raises(ValueError, match="also validation samples"):
         FastProp().fit(X, y, outliers=[200], validation=([200], [-1]))
-    with pytest.raises(ValueError, match="distinct"):
+    with pytest.raises(ValueError, match="outliers must be distinct"):
         FastProp().fit(X, y, outliers=[200, 200])
