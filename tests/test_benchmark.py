@@ -168,7 +168,7 @@ def test_a_confnet_variant_is_the_method_then_refine_confidence(pool):
     from fastprop.evaluation.protocol import evaluate
 
     X, y = pool
-    task = make_noisy_task(y, 4, label_ratio=0.05, noise_ratio=0.5, random_state=1)
+    task = make_noisy_task(y, 4, label_ratio=0.05, noise_ratio=0.3, random_state=1)
     graph = build_knn_graph(task.subset(X), 10)
     result = run_method("LabelSpreading + ConfNet", X, task, graph, 1, return_model=True)
     model = result["model"]
@@ -177,3 +177,16 @@ def test_a_confnet_variant_is_the_method_then_refine_confidence(pool):
     assert result["method"] == "LabelSpreading + ConfNet"
     assert_allclose(result["confidence"], refined[task.evaluation])
     assert result["outlier_auroc"] == evaluate(task, model.label_distributions_, refined)["outlier_auroc"]
+
+
+def test_run_table_refines_the_fitted_method_for_its_confnet_row(pool):
+    X, y = pool
+    rows = run_table(X, y, 4, noise_ratios=(0.3,), n_seeds=1, methods=("SGC", "SGC + ConfNet"), warm_up=False,
+                     **SETTING)
+    task = make_noisy_task(y, 4, label_ratio=SETTING["label_ratio"], noise_ratio=0.3, random_state=0)
+    graph = build_knn_graph(task.subset(X), SETTING["n_neighbors"], random_state=0)
+    alone = run_method("SGC + ConfNet", X, task, graph, 0)
+    row = next(row for row in rows if row["method"] == "SGC + ConfNet")
+    assert row["outlier_auroc_mean"] == alone["outlier_auroc"] and row["accuracy_mean"] == alone["accuracy"]
+    sgc = next(row for row in rows if row["method"] == "SGC")
+    assert row["seconds_mean"] >= sgc["seconds_mean"]

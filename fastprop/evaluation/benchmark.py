@@ -101,7 +101,7 @@ def make_method(name, random_state, **params):
                      f"{CONFNET_SUFFIX!r}.")
 
 
-def run_method(name, X, task, graph, random_state, *, params=None, return_model=False):
+def run_method(name, X, task, graph, random_state, *, params=None, return_model=False, fitted=None):
     """Fit method ``name`` on one task and score it.
 
     Parameters
@@ -119,6 +119,10 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         Overrides of the method's defaults.
     return_model : bool, default=False
         Also return the fitted estimator, as ``"model"``.
+    fitted : dict, optional
+        For a ``" + ConfNet"`` name: the result (with ``"model"``) of the
+        method it refines on the same task; its model is refined instead of
+        fitted again, and its seconds are added to the refinement's.
 
     Returns
     -------
@@ -131,16 +135,21 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         (task class, -1 for an outlier). FastProp also gets
         ``validation=task.validation`` and returns its ``"timings"``.
     """
-    model = make_method(name, random_state, **(params or {}))
-    features = task.subset(X)
     gc.collect()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    if isinstance(model, FastProp):
-        model.fit(features, task.y, graph=graph, validation=task.validation)
-    elif name == SKLEARN_REFERENCE:
-        model.fit(features, task.y)
+    if fitted is not None:
+        model = fitted["model"]
+        start = time.perf_counter() - fitted["seconds"]
+        cpu_start = time.process_time() - fitted["cpu_seconds"]
     else:
-        model.fit(features, task.y, graph=graph)
+        model = make_method(name, random_state, **(params or {}))
+        features = task.subset(X)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        if isinstance(model, FastProp):
+            model.fit(features, task.y, graph=graph, validation=task.validation)
+        elif name == SKLEARN_REFERENCE:
+            model.fit(features, task.y)
+        else:
+            model.fit(features, task.y, graph=graph)
     distributions = np.asarray(model.label_distributions_, dtype=np.float64)
     confidence = getattr(model, "confidence_", None)
     if confidence is None:
@@ -233,7 +242,8 @@ def run_table(
     noise_ratios : sequence of float
     n_seeds : int
     methods : sequence of str
-        Names accepted by :func:`make_method`.
+        Names accepted by :func:`make_method`. A ``" + ConfNet"`` name listed
+        after its method refines that method's fit (no second fit).
     label_ratio : float
     n_neighbors : int
         K of the shared graph (clamped to ``n_samples - 1``).
@@ -275,8 +285,14 @@ def run_table(
             done += 1
             if progress is not None:
                 progress(done, total, f"noise {noise_ratio:g} seed {seed}: graph of {task.n_samples} samples")
+            models = {}  # fitted models that a " + ConfNet" row refines
             for name in methods:
-                result = run_method(name, X, task, graph, seed)
+                base = name[: -len(CONFNET_SUFFIX)] if name.endswith(CONFNET_SUFFIX) else None
+                result = run_method(name, X, task, graph, seed, fitted=models.get(base),
+                                    return_model=name + CONFNET_SUFFIX in methods)
+                model = result.pop("model", None)
+                if model is not None:
+                    models[name] = {"model": model, "seconds": result["seconds"], "cpu_seconds": result["cpu_seconds"]}
                 runs[name].append(result)
                 done += 1
                 if progress is not None:
