@@ -211,9 +211,10 @@ class FastProp(TransductiveEstimator):
     known_outliers_ : ndarray of int64
         The ``outliers`` given to ``fit``, sorted (empty when none).
     predictor_ : fastprop.prediction.NeighbourhoodPredictor
-        What :meth:`predict` uses: a reference to the fitted embeddings (no
-        copy), the local predictor, its logits smoothed ``0 .. depth - 1``
-        steps (``predictor_depth`` float32 (n_samples, n_classes) arrays),
+        What :meth:`predict` uses: the fitted embeddings (``X`` itself when
+        it is C-contiguous float32, else the float32 copy ``fit`` made), the
+        local predictor, its logits smoothed ``0 .. depth - 1`` steps
+        (``predictor_depth`` float32 (n_samples, n_classes) arrays),
         the fitted confidence and classes; above 30,000 samples, also the
         hnswlib index it builds on first use. Not the graph: ``graph_`` may
         be deleted to save memory. ``predictor_.nbytes`` gives its size.
