@@ -10,8 +10,11 @@ from fastprop.baselines import (
     SGC,
     ConvergenceWarning,
     CorrectAndSmooth,
+    FastGCN,
+    GraphSAGE,
     LabelPropagation,
     LabelSpreading,
+    PoissonLearning,
 )
 from fastprop import build_knn_graph
 from fastprop.adjacency import normalised_adjacency
@@ -71,6 +74,9 @@ FACTORIES = {
     "SGC": lambda **kw: SGC(**kw),
     "GCN": lambda **kw: GCN(hidden=16, max_epochs=60, random_state=0, **kw),
     "CorrectAndSmooth": lambda **kw: CorrectAndSmooth(**kw),
+    "GraphSAGE": lambda **kw: GraphSAGE(hidden=16, max_epochs=20, random_state=0, **kw),
+    "FastGCN": lambda **kw: FastGCN(hidden=16, max_epochs=60, random_state=0, **kw),
+    "PoissonLearning": lambda **kw: PoissonLearning(**kw),
 }
 ALL = pytest.mark.parametrize("name", sorted(FACTORIES))
 WITH_MAX_ITER = pytest.mark.parametrize(

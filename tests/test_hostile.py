@@ -23,7 +23,7 @@ from fastprop._validation import check_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = [baselines.LabelPropagation, baselines.LabelSpreading, baselines.SGC, baselines.GCN,
-             baselines.CorrectAndSmooth]
+             baselines.CorrectAndSmooth, baselines.GraphSAGE, baselines.FastGCN, baselines.PoissonLearning]
 #: The issue's prefix, for the scripts run in a subprocess.
 PREFIX = """
 import numpy as np, fastprop, fastprop.baselines
@@ -136,7 +136,7 @@ def test_corrupt_csr_structure_is_refused_by_fastprop_and_every_baseline():
     print(json.dumps({f"{how} / {make().__class__.__name__}": outcome(lambda: make().fit(X, y, graph=_corrupt(G, how)))
                       for how in CORRUPTIONS for make in estimators}))
     """)
-    assert len(outcomes) == len(CORRUPTIONS) * 6
+    assert len(outcomes) == len(CORRUPTIONS) * (1 + len(BASELINES))
     for case, text in outcomes.items():
         assert re.match("ValueError: " + CORRUPTIONS[case.split(" / ")[0]], text), (case, text)
 
@@ -710,6 +710,9 @@ def test_knn_graph_from_lists_accepts_integral_floats():
     (baselines.CorrectAndSmooth, "depth", 100),
     (baselines.CorrectAndSmooth, "n_propagation", 100_000),
     (baselines.GCN, "max_epochs", 100_000),
+    (baselines.GraphSAGE, "max_epochs", 100_000),
+    (baselines.FastGCN, "max_epochs", 100_000),
+    (baselines.PoissonLearning, "max_iter", 100_000),
 ], ids=lambda value: getattr(value, "__name__", str(value)))
 def test_iteration_counts_and_depths_are_capped(issue, estimator, parameter, limit):
     """A huge max_iter or depth ran until killed."""

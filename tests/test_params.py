@@ -6,9 +6,19 @@ import numpy as np
 import pytest
 
 from fastprop import FastProp
-from fastprop.baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading
+from fastprop.baselines import (
+    GCN,
+    SGC,
+    CorrectAndSmooth,
+    FastGCN,
+    GraphSAGE,
+    LabelPropagation,
+    LabelSpreading,
+    PoissonLearning,
+)
 
-ESTIMATORS = [FastProp, SGC, GCN, LabelPropagation, LabelSpreading, CorrectAndSmooth]
+ESTIMATORS = [FastProp, SGC, GCN, LabelPropagation, LabelSpreading, CorrectAndSmooth, GraphSAGE, FastGCN,
+              PoissonLearning]
 
 
 def init_defaults(cls):

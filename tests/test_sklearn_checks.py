@@ -11,7 +11,16 @@ pytest.importorskip("sklearn")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 from fastprop import FastProp  # noqa: E402
-from fastprop.baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading  # noqa: E402
+from fastprop.baselines import (  # noqa: E402
+    GCN,
+    SGC,
+    CorrectAndSmooth,
+    FastGCN,
+    GraphSAGE,
+    LabelPropagation,
+    LabelSpreading,
+    PoissonLearning,
+)
 
 COSINE = ("casts uniform features in [0, 3) to integers, which makes an all-zero row; its cosine "
           "similarity (the kNN graph's weight) is undefined, so fastprop rejects it with a clear error")
@@ -25,6 +34,9 @@ ESTIMATORS = [
     LabelSpreading(),
     CorrectAndSmooth(),
     GCN(random_state=0),
+    GraphSAGE(hidden=16, max_epochs=20, random_state=0),
+    FastGCN(hidden=16, max_epochs=60, random_state=0),
+    PoissonLearning(),
 ]
 
 

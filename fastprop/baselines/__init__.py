@@ -1,4 +1,4 @@
-"""Baselines that share FastProp's interface: five transductive classifiers on a kNN graph.
+"""Baselines that share FastProp's interface: transductive classifiers on a kNN graph.
 
 Each estimator's ``fit(X, y, graph=None)`` takes integer labels with ``-1`` for
 unlabeled samples and an optional precomputed affinity graph (else it builds
@@ -10,11 +10,17 @@ unlabeled samples and an optional precomputed affinity graph (else it builds
 - :class:`SGC`: simple graph convolution (Wu et al., 2019).
 - :class:`GCN`: graph convolutional network (Kipf & Welling, 2017).
 - :class:`CorrectAndSmooth`: Correct and Smooth (Huang et al., 2021).
+- :class:`GraphSAGE`: sampled neighbourhood aggregation (Hamilton et al., 2017).
+- :class:`FastGCN`: GCN trained on layer-wise importance samples (Chen et al., 2018).
+- :class:`PoissonLearning`: Poisson learning (Calder et al., 2020).
 """
 
 from ._common import ConvergenceWarning
 from .correct_smooth import CorrectAndSmooth
+from .fastgcn import FastGCN
 from .gcn import GCN
+from .graphsage import GraphSAGE
+from .poisson import PoissonLearning
 from .propagation import LabelPropagation, LabelSpreading
 from .sgc import SGC
 
@@ -23,6 +29,9 @@ __all__ = [
     "SGC",
     "ConvergenceWarning",
     "CorrectAndSmooth",
+    "FastGCN",
+    "GraphSAGE",
     "LabelPropagation",
     "LabelSpreading",
+    "PoissonLearning",
 ]

@@ -18,7 +18,16 @@ import time
 
 import numpy as np
 
-from ..baselines import GCN, SGC, CorrectAndSmooth, LabelPropagation, LabelSpreading
+from ..baselines import (
+    GCN,
+    SGC,
+    CorrectAndSmooth,
+    FastGCN,
+    GraphSAGE,
+    LabelPropagation,
+    LabelSpreading,
+    PoissonLearning,
+)
 from ..confnet import refine_confidence
 from ..estimator import FastProp
 from ..graph import build_knn_graph
@@ -39,7 +48,8 @@ __all__ = [
     "warmup",
 ]
 
-METHOD_NAMES = ("FastProp", "LabelPropagation", "LabelSpreading", "SGC", "GCN", "CorrectAndSmooth")
+METHOD_NAMES = ("FastProp", "LabelPropagation", "LabelSpreading", "SGC", "GCN", "CorrectAndSmooth", "GraphSAGE",
+                "FastGCN", "PoissonLearning")
 SKLEARN_REFERENCE = "sklearn_label_spreading"
 """``sklearn.semi_supervised.LabelSpreading(kernel="knn", n_neighbors=30)``, other
 parameters at scikit-learn's defaults (``alpha=0.2``, ``max_iter=30``). It builds
@@ -52,12 +62,13 @@ GRAPH_ROW = "graph"
 """``method`` of the pseudo-row that reports the shared graph's build time."""
 
 _METRICS = ("accuracy", "in_class_accuracy", "outlier_auroc", "seconds", "cpu_seconds", "n_iter")
-_SEEDED = {"FastProp": FastProp, "GCN": GCN}
+_SEEDED = {"FastProp": FastProp, "GCN": GCN, "GraphSAGE": GraphSAGE, "FastGCN": FastGCN}
 _UNSEEDED = {
     "LabelPropagation": LabelPropagation,
     "LabelSpreading": LabelSpreading,
     "SGC": SGC,
     "CorrectAndSmooth": CorrectAndSmooth,
+    "PoissonLearning": PoissonLearning,
 }
 
 
