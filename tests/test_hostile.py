@@ -23,7 +23,7 @@ from fastprop._validation import check_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = [baselines.LabelPropagation, baselines.LabelSpreading, baselines.SGC, baselines.GCN,
-             baselines.CorrectAndSmooth, baselines.GraphSAGE, baselines.FastGCN, baselines.PoissonLearning]
+             baselines.CorrectAndSmooth, baselines.GAT, baselines.GraphSAGE, baselines.FastGCN, baselines.PoissonLearning]
 #: The issue's prefix, for the scripts run in a subprocess.
 PREFIX = """
 import numpy as np, fastprop, fastprop.baselines
@@ -710,6 +710,7 @@ def test_knn_graph_from_lists_accepts_integral_floats():
     (baselines.CorrectAndSmooth, "depth", 100),
     (baselines.CorrectAndSmooth, "n_propagation", 100_000),
     (baselines.GCN, "max_epochs", 100_000),
+    (baselines.GAT, "max_epochs", 100_000),
     (baselines.GraphSAGE, "max_epochs", 100_000),
     (baselines.FastGCN, "max_epochs", 100_000),
     (baselines.PoissonLearning, "max_iter", 100_000),

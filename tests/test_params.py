@@ -10,6 +10,7 @@ from fastprop.baselines import (
     GCN,
     SGC,
     CorrectAndSmooth,
+    GAT,
     FastGCN,
     GraphSAGE,
     LabelPropagation,
@@ -17,7 +18,7 @@ from fastprop.baselines import (
     PoissonLearning,
 )
 
-ESTIMATORS = [FastProp, SGC, GCN, LabelPropagation, LabelSpreading, CorrectAndSmooth, GraphSAGE, FastGCN,
+ESTIMATORS = [FastProp, SGC, GCN, LabelPropagation, LabelSpreading, CorrectAndSmooth, GAT, GraphSAGE, FastGCN,
               PoissonLearning]
 
 

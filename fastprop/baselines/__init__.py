@@ -10,6 +10,7 @@ unlabeled samples and an optional precomputed affinity graph (else it builds
 - :class:`SGC`: simple graph convolution (Wu et al., 2019).
 - :class:`GCN`: graph convolutional network (Kipf & Welling, 2017).
 - :class:`CorrectAndSmooth`: Correct and Smooth (Huang et al., 2021).
+- :class:`GAT`: graph attention network (Veličković et al., 2018).
 - :class:`GraphSAGE`: sampled neighbourhood aggregation (Hamilton et al., 2017).
 - :class:`FastGCN`: GCN trained on layer-wise importance samples (Chen et al., 2018).
 - :class:`PoissonLearning`: Poisson learning (Calder et al., 2020).
@@ -18,6 +19,7 @@ unlabeled samples and an optional precomputed affinity graph (else it builds
 from ._common import ConvergenceWarning
 from .correct_smooth import CorrectAndSmooth
 from .fastgcn import FastGCN
+from .gat import GAT
 from .gcn import GCN
 from .graphsage import GraphSAGE
 from .poisson import PoissonLearning
@@ -25,6 +27,7 @@ from .propagation import LabelPropagation, LabelSpreading
 from .sgc import SGC
 
 __all__ = [
+    "GAT",
     "GCN",
     "SGC",
     "ConvergenceWarning",

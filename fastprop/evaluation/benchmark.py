@@ -22,6 +22,7 @@ from ..baselines import (
     GCN,
     SGC,
     CorrectAndSmooth,
+    GAT,
     FastGCN,
     GraphSAGE,
     LabelPropagation,
@@ -48,8 +49,8 @@ __all__ = [
     "warmup",
 ]
 
-METHOD_NAMES = ("FastProp", "LabelPropagation", "LabelSpreading", "SGC", "GCN", "CorrectAndSmooth", "GraphSAGE",
-                "FastGCN", "PoissonLearning")
+METHOD_NAMES = ("FastProp", "LabelPropagation", "LabelSpreading", "SGC", "GCN", "CorrectAndSmooth", "GAT",
+                "GraphSAGE", "FastGCN", "PoissonLearning")
 SKLEARN_REFERENCE = "sklearn_label_spreading"
 """``sklearn.semi_supervised.LabelSpreading(kernel="knn", n_neighbors=30)``, other
 parameters at scikit-learn's defaults (``alpha=0.2``, ``max_iter=30``). It builds
@@ -62,7 +63,7 @@ GRAPH_ROW = "graph"
 """``method`` of the pseudo-row that reports the shared graph's build time."""
 
 _METRICS = ("accuracy", "in_class_accuracy", "outlier_auroc", "seconds", "cpu_seconds", "n_iter")
-_SEEDED = {"FastProp": FastProp, "GCN": GCN, "GraphSAGE": GraphSAGE, "FastGCN": FastGCN}
+_SEEDED = {"FastProp": FastProp, "GCN": GCN, "GAT": GAT, "GraphSAGE": GraphSAGE, "FastGCN": FastGCN}
 _UNSEEDED = {
     "LabelPropagation": LabelPropagation,
     "LabelSpreading": LabelSpreading,
