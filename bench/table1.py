@@ -116,7 +116,8 @@ def main(argv=None):
     n_classes = args.classes or (10 if args.data is None else 5 if args.mnist_split else 30)
     methods = list(args.methods)
     if not args.no_confnet:
-        methods += [m + fb.CONFNET_SUFFIX for m in args.methods if m != "FastProp" and not m.endswith(fb.CONFNET_SUFFIX)]
+        methods += [m + fb.CONFNET_SUFFIX for m in args.methods
+                    if m != "FastProp" and not m.endswith(fb.CONFNET_SUFFIX)]
     if not args.no_sklearn and fb.sklearn_available() and fb.SKLEARN_REFERENCE not in methods:
         methods.append(fb.SKLEARN_REFERENCE)
     log(f"{name}: pool {X.shape}, {n_classes} classes per task, methods {methods}")

@@ -35,6 +35,7 @@ hnswlib index built on first use (and kept, also when pickled).
 
 import numpy as np
 
+from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
 from .linear import softmax_proba
@@ -45,8 +46,6 @@ from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
 ROWS_PER_BLOCK = 2048
 #: Quantiles of the fitted samples' agreement and confidence kept for the mapping between them.
 N_QUANTILES = 1025
-#: Graph rows whose agreement is computed at a time (bounds the per-edge temporaries).
-ROWS_PER_AGREEMENT_BLOCK = 65536
 #: hnswlib settings of the index built for new points (as :func:`fastprop.build_knn_graph`'s).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
@@ -222,17 +221,8 @@ def agreement(predicted, indices, weights, confidence, fitted_class):
 
 
 def graph_agreement(graph, confidence, fitted_class):
-    """:func:`agreement` of every fitted sample with its own graph row, in blocks of rows."""
-    n_samples = graph.shape[0]
-    result = np.zeros(n_samples)
-    for start in range(0, n_samples, ROWS_PER_AGREEMENT_BLOCK):
-        stop = min(start + ROWS_PER_AGREEMENT_BLOCK, n_samples)
-        begin, end = graph.indptr[start], graph.indptr[stop]
-        rows = np.repeat(np.arange(start, stop), np.diff(graph.indptr[start : stop + 1]))
-        columns = graph.indices[begin:end]
-        weights = graph.data[begin:end].astype(np.float64)
-        agreeing = np.where(fitted_class[columns] == fitted_class[rows], confidence[columns], 0.0)
-        numerator = np.bincount(rows - start, weights * agreeing, minlength=stop - start)
-        total = np.bincount(rows - start, weights, minlength=stop - start)
-        np.divide(numerator, total, out=result[start:stop], where=total > 0)
+    """:func:`agreement` of every fitted sample with its own graph row (a parallel kernel)."""
+    result = np.empty(graph.shape[0])
+    agreement_rows(graph.indptr, graph.indices, graph.data, np.ascontiguousarray(confidence, dtype=np.float64),
+                   np.ascontiguousarray(fitted_class, dtype=np.int64), result)
     return result

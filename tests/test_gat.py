@@ -164,7 +164,8 @@ def test_sharing_rows_among_threads_does_not_change_the_result(monkeypatch):
     def fit(shared):
         for kernel in KERNEL_SHARING:
             monkeypatch.setitem(KERNEL_SHARING, kernel, ThreadSharing(forced=shared))
-        return run_on_threads(2, lambda: GAT(n_neighbors=6, max_epochs=10, random_state=0).fit(X, y).label_distributions_)
+        model = GAT(n_neighbors=6, max_epochs=10, random_state=0)
+        return run_on_threads(2, lambda: model.fit(X, y).label_distributions_)
 
     assert_array_equal(fit(False), fit(True))
 

@@ -23,7 +23,8 @@ from fastprop._validation import check_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = [baselines.LabelPropagation, baselines.LabelSpreading, baselines.SGC, baselines.GCN,
-             baselines.CorrectAndSmooth, baselines.GAT, baselines.GraphSAGE, baselines.FastGCN, baselines.PoissonLearning]
+             baselines.CorrectAndSmooth, baselines.GAT, baselines.GraphSAGE, baselines.FastGCN,
+             baselines.PoissonLearning]
 #: The issue's prefix, for the scripts run in a subprocess.
 PREFIX = """
 import numpy as np, fastprop, fastprop.baselines

@@ -66,5 +66,6 @@ def test_fastprop_with_names_equals_fastprop_with_integers():
     expected = np.where(by_index.transduction_ >= 0, names[np.maximum(by_index.transduction_, 0)], "")
     assert by_name.transduction_.tolist() == expected.tolist()
     np.testing.assert_array_equal(by_name.confidence_, by_index.confidence_)
+    index_predicted = by_index.predict(X[:20])
     np.testing.assert_array_equal(by_name.predict(X[:20]),
-                                  np.where(by_index.predict(X[:20]) >= 0, names[np.maximum(by_index.predict(X[:20]), 0)], ""))
+                                  np.where(index_predicted >= 0, names[np.maximum(index_predicted, 0)], ""))
