@@ -54,7 +54,6 @@ class TransductiveEstimator(EstimatorParams):
             estimator_type=self._ESTIMATOR_TYPE,
             target_tags=TargetTags(required=True),
             classifier_tags=ClassifierTags() if classifier else None,
-            # new points are labelled; the baselines only label what they were fitted on
             requires_fit=True,
             input_tags=InputTags(),
         )
