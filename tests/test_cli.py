@@ -384,6 +384,19 @@ def test_bench_table_markdown_and_plots(capsys, tmp_path, bench_pool):
         assert path.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_bench_runs_a_confnet_variant_on_the_baseline_fit(capsys, tmp_path, bench_pool):
+    status, out, err = run(["bench", "--data", bench_pool, "--classes", 3, "--seeds", 1, "--noise", 0.3,
+                            "--methods", "SGC", "SGC + ConfNet", "--neighbors", 10, "--no-warmup",
+                            "--metric", "outlier_auroc"], capsys)
+    assert status == 0, err
+    sgc = next(line for line in out.splitlines() if line.startswith("| SGC |"))
+    refined = next(line for line in out.splitlines() if line.startswith("| SGC + ConfNet |"))
+    assert sgc != refined.replace("SGC + ConfNet", "SGC")  # the refinement changed the AUROC
+    status, _, err = run(["bench", "--data", bench_pool, "--classes", 2, "--methods", "FastProp + ConfNet"],
+                         capsys)
+    assert status == 2 and "invalid choice: 'FastProp + ConfNet'" in err
+
+
 def test_bench_mnist_split_and_warnings(capsys, bench_pool, monkeypatch):
     seen = {}
 

@@ -265,10 +265,14 @@ def build_parser():
     bench.add_argument("--seeds", type=_integer(1), default=5, metavar="N", help="tasks per noise ratio")
     bench.add_argument("--noise", type=_fraction(True, False), nargs="+", default=[0.0, 0.1, 0.3, 0.5],
                        metavar="RATIO", help="noise ratios: share of outliers among the unlabeled samples")
+    refined = tuple(name + benchmark.CONFNET_SUFFIX for name in benchmark.METHOD_NAMES if name != "FastProp")
     bench.add_argument("--methods", nargs="+", default=list(benchmark.METHOD_NAMES), metavar="NAME",
-                       choices=(*benchmark.METHOD_NAMES, benchmark.SKLEARN_REFERENCE),
+                       choices=(*benchmark.METHOD_NAMES, *refined, benchmark.SKLEARN_REFERENCE),
                        help="methods to compare, among "
-                            f"{', '.join((*benchmark.METHOD_NAMES, benchmark.SKLEARN_REFERENCE))}")
+                            f"{', '.join((*benchmark.METHOD_NAMES, benchmark.SKLEARN_REFERENCE))}; a "
+                            f"baseline's name followed by '{benchmark.CONFNET_SUFFIX}' (one argument, "
+                            "quoted) adds that baseline with its confidence refined by ConfNet, the "
+                            "paper's Fig. 6 (listed after the baseline, it reuses its fit)")
     bench.add_argument("--label-ratio", type=_fraction(False, True), default=0.01, metavar="RATIO",
                        help="share of each task's in-class samples given as seeds")
     bench.add_argument("--neighbors", type=_integer(1), default=30, metavar="K",
