@@ -74,3 +74,18 @@ def slow_structural_features(dense, distributions, view_count):
     return np.column_stack([top, top - second, entropy, neighbour_mean.max(axis=1),
                             (neighbour_mean * distributions).sum(axis=1), mean_weight, max_weight,
                             np.log1p(degree), np.log1p(view_count)])
+
+
+def numeric_gradients(loss_at, params, eps=1e-6):
+    """Central finite differences of ``loss_at`` at ``params`` (a list of arrays), entry by entry."""
+    gradients = []
+    for k, param in enumerate(params):
+        numeric = np.zeros_like(param)
+        for index in np.ndindex(param.shape):
+            shifted = [p.copy() for p in params]
+            shifted[k][index] += eps
+            up = loss_at(shifted)
+            shifted[k][index] -= 2 * eps
+            numeric[index] = (up - loss_at(shifted)) / (2 * eps)
+        gradients.append(numeric)
+    return gradients

@@ -23,6 +23,7 @@ from fastprop.baselines._common import Problem, prepare_fit
 from fastprop.baselines.correct_smooth import _correct, _smooth
 from fastprop.baselines.gcn import _gcn_loss_and_gradients, _training_problem
 from fastprop.baselines.sgc import sgc_features
+from reference import numeric_gradients
 
 # ---------------------------------------------------------------- helpers
 
@@ -202,15 +203,7 @@ def test_gcn_gradients_match_finite_differences(dropout):
         return _gcn_loss_and_gradients(candidate, inputs, propagation, targets, weight_decay, masks)[0]
 
     _, gradients = _gcn_loss_and_gradients(params, inputs, propagation, targets, weight_decay, masks)
-    eps = 1e-6
-    for k, param in enumerate(params):
-        numeric = np.zeros_like(param)
-        for index in np.ndindex(param.shape):
-            shifted = [p.copy() for p in params]
-            shifted[k][index] += eps
-            up = loss_at(shifted)
-            shifted[k][index] -= 2 * eps
-            numeric[index] = (up - loss_at(shifted)) / (2 * eps)
+    for k, numeric in enumerate(numeric_gradients(loss_at, params)):
         assert_allclose(gradients[k], numeric, rtol=1e-5, atol=1e-8, err_msg=f"parameter {k}")
 
 

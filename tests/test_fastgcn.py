@@ -12,7 +12,7 @@ from fastprop.adjacency import normalised_adjacency
 from fastprop.baselines.fastgcn import FastGCN, ImportanceSampler, sample_batch
 from fastprop.baselines.gcn import _gcn_loss_and_gradients
 from test_baselines import clusters, dense_knn_graph, random_graph, seed_labels
-from test_graphsage import numeric_gradients
+from reference import numeric_gradients
 
 
 @pytest.fixture(scope="module")

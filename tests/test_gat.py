@@ -18,6 +18,7 @@ from fastprop.baselines.gat import (
     _layer_edges,
     _training_problem,
 )
+from reference import numeric_gradients
 
 SLOPE = 0.2
 
@@ -105,15 +106,7 @@ def test_gradients_match_finite_differences(dropout):
         return _gat_loss_and_gradients(candidate, inputs, edges, targets, weight_decay, masks)[0]
 
     _, gradients = _gat_loss_and_gradients(params, inputs, edges, targets, weight_decay, masks)
-    eps = 1e-6
-    for k, param in enumerate(params):
-        numeric = np.zeros_like(param)
-        for index in np.ndindex(param.shape):
-            shifted = [p.copy() for p in params]
-            shifted[k][index] += eps
-            up = loss_at(shifted)
-            shifted[k][index] -= 2 * eps
-            numeric[index] = (up - loss_at(shifted)) / (2 * eps)
+    for k, numeric in enumerate(numeric_gradients(loss_at, params)):
         assert_allclose(gradients[k], numeric, rtol=1e-6, atol=1e-9, err_msg=f"parameter {k}")
 
 

@@ -17,6 +17,7 @@ from fastprop.baselines.graphsage import (
     sample_network,
     sampled_layer,
 )
+from reference import numeric_gradients
 from test_baselines import clusters, dense_knn_graph, random_graph, seed_labels
 
 
@@ -103,21 +104,6 @@ def _sage_setup(aggregator, dropout, seed=8):
         n_hidden = layers[0].operator.shape[0]
         masks = tuple((rng.random(shape) < 0.6) / 0.6 for shape in [features.shape, (n_hidden, hidden)])
     return params, features, layers, targets, masks
-
-
-def numeric_gradients(loss_at, params, eps=1e-6):
-    """Central finite differences of ``loss_at`` at ``params``, entry by entry."""
-    gradients = []
-    for k, param in enumerate(params):
-        numeric = np.zeros_like(param)
-        for index in np.ndindex(param.shape):
-            shifted = [p.copy() for p in params]
-            shifted[k][index] += eps
-            up = loss_at(shifted)
-            shifted[k][index] -= 2 * eps
-            numeric[index] = (up - loss_at(shifted)) / (2 * eps)
-        gradients.append(numeric)
-    return gradients
 
 
 @pytest.mark.parametrize("aggregator", ["mean", "gcn"])

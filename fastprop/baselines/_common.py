@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from .._concurrency import serialised
 from .._estimator_protocol import TransductiveEstimator
 from .._labels import check_labels
-from .._validation import check_features, check_graph, check_integer
+from .._validation import check_features, check_graph, check_integer, check_random_state, check_real
 from ..graph import fit_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
 
@@ -43,6 +43,21 @@ LBFGS_WARN_GRADIENT = 1e-3
 def check_iterations(name, value):
     """An iteration count in [1, ``MAX_ITERATIONS``]."""
     return check_integer(name, value, low=1, high=MAX_ITERATIONS)
+
+
+def check_training(estimator):
+    """The training settings every neural baseline has (GCN, GAT, GraphSAGE, FastGCN), validated.
+
+    Returns ``dropout``, ``weight_decay``, ``learning_rate``, ``max_epochs`` and ``rng``
+    (the Generator of ``random_state``), for the estimator's ``_check_params``.
+    """
+    return {
+        "dropout": check_real("dropout", estimator.dropout, low=0.0, high=1.0, high_inclusive=False),
+        "weight_decay": check_real("weight_decay", estimator.weight_decay, low=0.0),
+        "learning_rate": check_real("learning_rate", estimator.learning_rate, low=0.0, low_inclusive=False),
+        "max_epochs": check_iterations("max_epochs", estimator.max_epochs),
+        "rng": check_random_state(estimator.random_state),
+    }
 
 
 def check_depth(name, value):

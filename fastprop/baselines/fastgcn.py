@@ -14,9 +14,9 @@ FastGCN does at test time.
 import numpy as np
 from scipy.special import softmax
 
-from .._validation import check_integer, check_memory, check_random_state, check_real
+from .._validation import check_integer, check_memory
 from ..adjacency import normalised_adjacency
-from ._common import GraphBaseline, check_iterations
+from ._common import GraphBaseline, check_training
 from ._sampling import train_on_batches
 from .gcn import _dropout_mask, _forward, _gcn_loss_and_gradients, _glorot
 
@@ -240,11 +240,7 @@ class FastGCN(GraphBaseline):
             "hidden": check_integer("hidden", self.hidden, low=1),
             "sample_sizes": check_sample_sizes(self.sample_sizes),
             "batch_size": check_integer("batch_size", self.batch_size, low=1),
-            "dropout": check_real("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False),
-            "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
-            "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_inclusive=False),
-            "max_epochs": check_iterations("max_epochs", self.max_epochs),
-            "rng": check_random_state(self.random_state),
+            **check_training(self),
         }
 
     def _scores(self, problem, *, hidden, sample_sizes, rng, **training):

@@ -24,9 +24,9 @@ import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
 
 from .._kernels.attention import attend, attend_backward_columns, attend_backward_rows
-from .._validation import check_integer, check_memory, check_random_state, check_real
+from .._validation import check_integer, check_memory
 from ..sharing import ThreadSharingBySize
-from ._common import GraphBaseline, check_iterations
+from ._common import GraphBaseline, check_training
 from .gcn import _ADAM_BETAS, _ADAM_EPS, _dropout_mask, _flush_tiny, _glorot
 
 #: Negative slope of the LeakyReLU of the attention logits, as in the GAT paper.
@@ -398,11 +398,7 @@ class GAT(GraphBaseline):
             "heads": check_integer("heads", self.heads, low=1),
             "hidden": check_integer("hidden", self.hidden, low=1),
             "output_heads": check_integer("output_heads", self.output_heads, low=1),
-            "dropout": check_real("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False),
-            "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
-            "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_inclusive=False),
-            "max_epochs": check_iterations("max_epochs", self.max_epochs),
-            "rng": check_random_state(self.random_state),
+            **check_training(self),
         }
 
     def _scores(self, problem, *, heads, hidden, output_heads, max_epochs, rng, **training):

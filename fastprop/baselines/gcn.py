@@ -14,9 +14,9 @@ out never reach the loss.
 import numpy as np
 from scipy.special import log_softmax, softmax
 
-from .._validation import check_integer, check_memory, check_random_state, check_real
+from .._validation import check_integer, check_memory
 from ..adjacency import normalised_adjacency
-from ._common import GraphBaseline, check_iterations
+from ._common import GraphBaseline, check_training
 
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8
@@ -232,11 +232,7 @@ class GCN(GraphBaseline):
     def _check_params(self):
         return {
             "hidden": check_integer("hidden", self.hidden, low=1),
-            "dropout": check_real("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False),
-            "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
-            "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_inclusive=False),
-            "max_epochs": check_iterations("max_epochs", self.max_epochs),
-            "rng": check_random_state(self.random_state),
+            **check_training(self),
         }
 
     def _scores(self, problem, *, hidden, max_epochs, rng, **training):

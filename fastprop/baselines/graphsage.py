@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
 
-from .._validation import check_bool, check_choice, check_integer, check_memory, check_random_state, check_real
-from ._common import GraphBaseline, check_iterations
+from .._validation import check_bool, check_choice, check_integer, check_memory
+from ._common import GraphBaseline, check_training
 from ._sampling import train_on_batches
 from .gcn import _dropout_mask, _flush_tiny, _glorot
 
@@ -404,11 +404,7 @@ class GraphSAGE(GraphBaseline):
             "sample_size": check_integer("sample_size", self.sample_size, low=1),
             "batch_size": check_integer("batch_size", self.batch_size, low=1),
             "normalize": check_bool("normalize", self.normalize),
-            "dropout": check_real("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False),
-            "weight_decay": check_real("weight_decay", self.weight_decay, low=0.0),
-            "learning_rate": check_real("learning_rate", self.learning_rate, low=0.0, low_inclusive=False),
-            "max_epochs": check_iterations("max_epochs", self.max_epochs),
-            "rng": check_random_state(self.random_state),
+            **check_training(self),
         }
 
     def _scores(self, problem, *, aggregator, hidden, sample_size, normalize, rng, **training):
