@@ -10,6 +10,7 @@ import numpy as np
 
 from ._labels import check_unlabeled
 from ._validation import check_bool, check_choice, check_integer, check_real
+from .local_networks import LOCAL_NETWORKS
 from .propagation import PassOptions
 from .threshold import CONFIDENCE_SOURCES
 
@@ -17,6 +18,8 @@ from .threshold import CONFIDENCE_SOURCES
 #: parallel batches of 8 (measured on 2 cores: 1.5-1.8x at 1M vertices, no gain at 100k;
 #: both before single patches were shared among the threads by rows).
 BATCH_FROM_SAMPLES = 200_000
+#: ``local_predictor`` values: the linear SGC, then the two-layer networks.
+LOCAL_PREDICTORS = ("sgc", *LOCAL_NETWORKS)
 
 
 def check_settings(model):
@@ -43,6 +46,7 @@ def check_settings(model):
     check_real("confnet_l2", model.confnet_l2, low=0)
     check_real("eta", model.eta, low=0, high=0.5, low_inclusive=False)
     check_choice("confidence", model.confidence, CONFIDENCE_SOURCES)
+    check_choice("local_predictor", model.local_predictor, LOCAL_PREDICTORS)
     check_choice("predictor_training", model.predictor_training, ("graph", "patches"))
     check_choice("confnet_features", model.confnet_features, ("structure", "embedding"))
     check_choice("labels", model.labels, ("graph", "views"))
@@ -65,6 +69,7 @@ def check_settings(model):
 def pass_options(model):
     """The settings of one propagation pass, as plain Python numbers."""
     return PassOptions(
+        local_predictor=model.local_predictor,
         predictor_training=model.predictor_training,
         predictor_depth=int(model.predictor_depth),
         predictor_l2=float(model.predictor_l2),

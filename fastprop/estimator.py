@@ -85,6 +85,18 @@ class FastProp(TransductiveEstimator):
         confident set and is never updated again.
     single_view_confidence : float, default=1e-3
         The confidence of a vertex seen by a single patch (epsilon).
+    local_predictor : {"sgc", "gcn", "gat"}, default="sgc"
+        The network that labels a patch (the paper's Table 2 columns).
+        ``"sgc"``: ``softmax(S_P^depth X W + b)``, linear before its softmax
+        (the paper's choice). ``"gcn"``: the paper's Eq. 2 with two blocks,
+        ``softmax(S_P relu(S_P X W1 + b1) W2 + b2)`` with 64 hidden units;
+        ``"gat"``: the two attention layers of :class:`fastprop.baselines.GAT`
+        (8 heads of 8 units) on the patch's neighbourhoods. Both are trained
+        as those baselines are (Adam, dropout, 200 epochs) on the seeds of
+        ``predictor_training``'s problem, use the unit rows of ``X``, and
+        ignore ``predictor_depth`` and ``predictor_l2``; their patches run one
+        at a time on SciPy (see :mod:`fastprop.local_networks`). The
+        provisional classes keep an SGC of ``predictor_depth``.
     predictor_depth : int, default=2
         SGC depth of the local predictor.
     predictor_l2 : float, default=3e-5
@@ -214,7 +226,8 @@ class FastProp(TransductiveEstimator):
         What :meth:`predict` uses: the fitted embeddings (``X`` itself when
         it is C-contiguous float32, else the float32 copy ``fit`` made), the
         local predictor, its logits smoothed ``0 .. depth - 1`` steps
-        (``predictor_depth`` float32 (n_samples, n_classes) arrays),
+        (``predictor_depth`` float32 (n_samples, n_classes) arrays; with a
+        GCN or GAT local predictor, each layer's inputs at every sample),
         the fitted confidence and classes; above 30,000 samples, also the
         hnswlib index it builds on first use. Not the graph: ``graph_`` may
         be deleted to save memory. ``predictor_.nbytes`` gives its size.
@@ -276,6 +289,7 @@ class FastProp(TransductiveEstimator):
         confnet_depth: int = 1,
         confnet_l2: float = 1e-3,
         eta: float = 0.05,
+        local_predictor: Literal["sgc", "gcn", "gat"] = "sgc",
         predictor_training: Literal["graph", "patches"] = "graph",
         labels: Literal["graph", "views"] = "graph",
         confnet_features: Literal["structure", "embedding"] = "structure",
@@ -301,6 +315,7 @@ class FastProp(TransductiveEstimator):
         self.confnet_depth = confnet_depth
         self.confnet_l2 = confnet_l2
         self.eta = eta
+        self.local_predictor = local_predictor
         self.predictor_training = predictor_training
         self.labels = labels
         self.confnet_features = confnet_features
@@ -415,8 +430,7 @@ class FastProp(TransductiveEstimator):
         self.graph_ = graph
         self.timings_ = timings
         self.predictor_ = NeighbourhoodPredictor(
-            features, context.row_scale, found.logit_levels, found.coef, found.intercept,
-            n_neighbors=self.n_neighbors, confidence=final, fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
+            features, context.row_scale, found.scorer, n_neighbors=self.n_neighbors, confidence=final, fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
         )
         notify("done")
@@ -574,4 +588,5 @@ def warmup() -> float:
     y[[0, 30]] = [0, 1]
     for training in ("graph", "patches"):
         FastProp(n_neighbors=5, predictor_training=training, random_state=0).fit(X, y).predict(X[:2])
+    FastProp(n_neighbors=5, local_predictor="gat", random_state=0).fit(X, y)  # the networks' view updates, attention
     return time.perf_counter() - clock

@@ -12,7 +12,11 @@ changes. Its smoothed logits then follow from the fitted samples' levels
 ``l_0 = L_x``, ``l_{k+1} = (l_k + sum_j w_j (S^k L)_j) / (1 + sum_j w_j)``.
 
 For a fitted sample given its own graph row this is exactly the label
-``fit`` gave it (``labels="graph"``).
+``fit`` gave it (``labels="graph"``). That is :class:`LinearScorer`; the
+two-layer local predictors (``local_predictor="gcn"`` or ``"gat"``) label a
+new point the same way, as a vertex of the fitted graph with no edge back,
+from what their first layer computed at each fitted sample
+(:mod:`fastprop.local_networks`).
 
 Its confidence starts as the similarity-weighted share of neighbour
 confidence that agrees with it, ``a_x = sum_j w_j c_j [class_j == class_x] /
@@ -34,11 +38,11 @@ hnswlib index built on first use (and kept, also when pickled).
 """
 
 import numpy as np
+from scipy.special import softmax
 
 from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
-from .linear import softmax_proba
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
 
@@ -61,10 +65,10 @@ class NeighbourhoodPredictor:
         when it already was C-contiguous float32, so do not modify it).
     row_scale : ndarray of shape (n_samples,) or None
         Their inverse norms (None: unit rows).
-    logit_levels : sequence of ndarray of shape (n_samples, n_classes)
-        ``S^k L`` for ``k = 0 .. depth - 1``.
-    coef : ndarray of shape (n_features, n_classes)
-    intercept : ndarray of shape (n_classes,)
+    scorer : LinearScorer, fastprop.local_networks.LocalGCN or LocalGAT
+        The fitted local predictor: its ``logits_of_rows(unit, indices,
+        weights)`` gives the logits of points from their unit rows and their
+        graph rows into the fitted samples.
     n_neighbors : int
     confidence : ndarray of shape (n_samples,)
         The fitted final confidence.
@@ -80,13 +84,11 @@ class NeighbourhoodPredictor:
         Threads building it (1 keeps it reproducible).
     """
 
-    def __init__(self, features, row_scale, logit_levels, coef, intercept, n_neighbors, confidence,
-                 fitted_class, graph, unlabeled, seed, build_jobs):
+    def __init__(self, features, row_scale, scorer, n_neighbors, confidence, fitted_class, graph, unlabeled, seed,
+                 build_jobs):
         self.features = features
         self.row_scale = row_scale
-        self.logit_levels = tuple(logit_levels)
-        self.coef = np.asarray(coef, dtype=np.float32)
-        self.intercept = np.asarray(intercept, dtype=np.float64)
+        self.scorer = scorer
         self.n_neighbors = int(min(n_neighbors, features.shape[0]))
         self.confidence = confidence
         self.fitted_class = fitted_class
@@ -107,8 +109,7 @@ class NeighbourhoodPredictor:
     @property
     def nbytes(self):
         """Bytes held for prediction besides the fitted embeddings (which ``fit`` was given)."""
-        arrays = [*self.logit_levels, self.coef, self.intercept, self.confidence, self.fitted_class,
-                  self.agreement_knots, self.knot_positions, self.confidence_quantiles]
+        arrays = [*self.scorer.arrays, self.confidence, self.fitted_class, self.agreement_knots, self.knot_positions, self.confidence_quantiles]
         if self.row_scale is not None:
             arrays.append(self.row_scale)
         held = sum(array.nbytes for array in arrays)
@@ -167,26 +168,19 @@ class NeighbourhoodPredictor:
         confidence : ndarray of shape (n_rows,)
         """
         n_rows = features.shape[0]
-        n_classes = self.intercept.size
-        distributions = np.empty((n_rows, n_classes))
+        distributions = None
         confidence = np.empty(n_rows)
         for start in range(0, n_rows, ROWS_PER_BLOCK):
             stop = min(start + ROWS_PER_BLOCK, n_rows)
             unit = unit_rows(features[start:stop])
             indices, weights = self.neighbours(unit)
-            distributions[start:stop] = self.distributions_of_rows(unit, indices, weights)
+            block = softmax(self.scorer.logits_of_rows(unit, indices, weights), axis=1)
+            if distributions is None:
+                distributions = np.empty((n_rows, block.shape[1]))
+            distributions[start:stop] = block
             confidence[start:stop] = self.confidence_of_rows(distributions[start:stop].argmax(axis=1),
                                                              indices, weights)
         return distributions, confidence
-
-    def distributions_of_rows(self, unit, indices, weights):
-        """Label distributions of points with unit rows ``unit`` and graph rows ``(indices, weights)``."""
-        logits = unit.astype(np.float64) @ self.coef.astype(np.float64)
-        closed_degree = 1.0 + weights.sum(axis=1, keepdims=True)
-        for level in self.logit_levels:
-            neighbourhood = np.einsum("rk,rkc->rc", weights, level[indices].astype(np.float64))
-            logits = (logits + neighbourhood) / closed_degree
-        return softmax_proba(logits, np.eye(self.intercept.size), self.intercept)
 
     def confidence_of_rows(self, predicted, indices, weights):
         """Confidence of points of class ``predicted`` with graph rows ``(indices, weights)``.
@@ -204,6 +198,39 @@ class NeighbourhoodPredictor:
         """
         position = np.interp(agreement_values, self.agreement_knots, self.knot_positions)
         return np.interp(position, np.arange(N_QUANTILES, dtype=np.float64), self.confidence_quantiles)
+
+
+class LinearScorer:
+    """The SGC local predictor for new points: ``softmax(S^depth L + b)`` from the levels ``S^k L``.
+
+    Parameters
+    ----------
+    logit_levels : sequence of ndarray of shape (n_samples, n_classes)
+        ``S^k L`` for ``k = 0 .. depth - 1``, ``L = (X / |X|) W``.
+    coef : ndarray of shape (n_features, n_classes)
+        ``W``.
+    intercept : ndarray of shape (n_classes,)
+        ``b``.
+    """
+
+    def __init__(self, logit_levels, coef, intercept):
+        self.logit_levels = tuple(logit_levels)
+        self.coef = np.asarray(coef, dtype=np.float32)
+        self.intercept = np.asarray(intercept, dtype=np.float64)
+
+    def logits_of_rows(self, unit, indices, weights):
+        """Logits (with ``b``) of points with unit rows ``unit`` and graph rows ``(indices, weights)``."""
+        logits = unit.astype(np.float64) @ self.coef.astype(np.float64)
+        closed_degree = 1.0 + weights.sum(axis=1, keepdims=True)
+        for level in self.logit_levels:
+            neighbourhood = np.einsum("rk,rkc->rc", weights, level[indices].astype(np.float64))
+            logits = (logits + neighbourhood) / closed_degree
+        return logits + self.intercept
+
+    @property
+    def arrays(self):
+        """What is held for new points."""
+        return [*self.logit_levels, self.coef, self.intercept]
 
 
 def agreement(predicted, indices, weights, confidence, fitted_class):

@@ -16,8 +16,11 @@ import numpy as np
 from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
 from .linear import fit_softmax_regression, softmax_proba
+from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
+from .prediction import LinearScorer
 from .rows import unit_rows
-from .scheduler import PatchWorkspace, PropagationState, propagate, training_features
+from .scheduler import (LinearPatchPredictor, PatchWorkspace, PropagationState, propagate, training_features,
+                        training_patches)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class FitContext:
 class PassOptions:
     """The estimator's settings one pass reads (see :class:`fastprop.FastProp`)."""
 
+    local_predictor: str
     predictor_training: str
     predictor_depth: int
     predictor_l2: float
@@ -67,12 +71,10 @@ class PassResult:
         Multi-view confidence (0 where no patch reached, 1 for seeds).
     confnet : ndarray of shape (n_samples,) or None
         ConfNet's confidence, None when it was not run or could not be trained.
-    coef, intercept : ndarray
-        The local predictor: ``softmax(S^depth (X / |X|) @ coef + intercept)``.
-    logit_levels : tuple of ndarray of shape (n_samples, n_classes), float32
-        ``S^k (X / |X|) @ coef`` for ``k = 0 .. depth - 1``: what a new
-        point's neighbours contribute to each of its own smoothing steps
-        (see :mod:`fastprop.prediction`).
+    scorer : LinearScorer, LocalGCN or LocalGAT
+        The local predictor as new points need it: its ``logits_of_rows``
+        labels a point from its own row and its graph row into the fitted
+        samples (see :mod:`fastprop.prediction`).
     n_training_patches : int
     timings : dict
     """
@@ -81,9 +83,7 @@ class PassResult:
     distributions: np.ndarray
     multiview: np.ndarray
     confnet: object
-    coef: np.ndarray
-    intercept: np.ndarray
-    logit_levels: tuple
+    scorer: object
     n_training_patches: int
     timings: dict
 
@@ -105,20 +105,10 @@ def propagation_pass(context, options, notify):
     timings = {}
     clock = time.perf_counter()
     notify("training")
-    depth = options.predictor_depth
-    if options.predictor_training == "patches":
-        rows, row_class, n_training_patches = training_features(
-            context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
-        )
+    if options.local_predictor == "sgc":
+        local = _LinearLocalPredictor(context, options)
     else:
-        seeds = np.flatnonzero(context.seed_class >= 0)
-        rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
-        row_class, n_training_patches = context.seed_class[seeds], 0
-    coef, intercept = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class], l2=options.predictor_l2)
-    # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
-    logits = (context.features @ coef.astype(np.float32)).astype(np.float64)
-    if context.row_scale is not None:
-        logits *= context.row_scale[:, None]
+        local = _NetworkLocalPredictor(context, options)
     timings["training"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -126,7 +116,7 @@ def propagation_pass(context, options, notify):
     if options.confidence == "random":
         override = context.rng.random(context.features.shape[0]).__getitem__
     state = propagate(
-        context.workspace, logits, intercept, context.seed_class, context.tie_rank,
+        context.workspace, local.patches, context.seed_class, context.tie_rank,
         confident_threshold=options.confident_threshold,
         single_view_confidence=options.single_view_confidence,
         process_capped_patches=options.process_capped_patches,
@@ -137,16 +127,8 @@ def propagation_pass(context, options, notify):
 
     clock = time.perf_counter()
     labeled = context.seed_class >= 0
-    distributions, multiview = distributions_from_views(state, context.walk, logits, intercept, labeled, depth)
-    # Smoothed one step at a time (the same arithmetic as one smoothing of the whole depth),
-    # keeping each level for new points; ConfNet needs none of them.
-    levels, smoothed_logits = [], logits
-    for _ in range(depth):
-        levels.append(smoothed_logits.astype(np.float32))
-        smoothed_logits = context.walk.smooth(smoothed_logits, None, 1)
-    del logits
-    if options.labels != "graph":
-        smoothed_logits = None
+    distributions, multiview = distributions_from_views(state, local.graph_logits, local.bias, labeled)
+    graph_logits = local.finish() if options.labels == "graph" else None
     confnet = None
     if options.confidence in ("both", "confnet"):
         notify("confnet")
@@ -159,20 +141,112 @@ def propagation_pass(context, options, notify):
             depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
         )
     timings["confnet"] = time.perf_counter() - clock
-    if smoothed_logits is not None:
+    if graph_logits is not None:
         unlabeled = np.flatnonzero(~labeled)
-        distributions[unlabeled] = softmax_proba(smoothed_logits[unlabeled], np.eye(context.n_classes), intercept)
+        distributions[unlabeled] = softmax_proba(graph_logits[unlabeled], np.eye(context.n_classes), local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
-                      coef=coef, intercept=intercept, logit_levels=tuple(levels),
-                      n_training_patches=n_training_patches, timings=timings)
+                      scorer=local.scorer(), n_training_patches=local.n_training_patches, timings=timings)
 
 
-def distributions_from_views(state, walk, logits, intercept, labeled, depth):
+class _LinearLocalPredictor:
+    """The SGC local predictor of a pass: ``softmax(S^depth (X / |X|) W + b)``.
+
+    Trained on the seeds' rows (of the training patches or of the whole
+    graph) by softmax regression; on the patches it smooths the logits
+    ``(X / |X|) W`` (:class:`~fastprop.scheduler.LinearPatchPredictor`).
+    """
+
+    def __init__(self, context, options):
+        self.walk = context.walk
+        self.depth = depth = options.predictor_depth
+        if options.predictor_training == "patches":
+            rows, row_class, self.n_training_patches = training_features(
+                context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
+            )
+        else:
+            seeds = np.flatnonzero(context.seed_class >= 0)
+            rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
+            row_class, self.n_training_patches = context.seed_class[seeds], 0
+        self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
+                                                      l2=options.predictor_l2)
+        # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
+        self.logits = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
+        if context.row_scale is not None:
+            self.logits *= context.row_scale[:, None]
+        self.patches = LinearPatchPredictor(self.logits, self.bias)
+        self.levels = []
+
+    def graph_logits(self, rows):
+        """``S^depth (X / |X|) W`` at ``rows``."""
+        return self.walk.smooth(self.logits, rows, self.depth)
+
+    def finish(self):
+        """``S^depth (X / |X|) W`` everywhere, keeping each level ``S^k (X / |X|) W`` (k < depth) for new points.
+
+        Smoothed one step at a time (the same arithmetic as one smoothing of the whole depth).
+        """
+        smoothed = self.logits
+        for _ in range(self.depth):
+            self.levels.append(smoothed.astype(np.float32))
+            smoothed = self.walk.smooth(smoothed, None, 1)
+        self.logits = self.patches = None
+        return smoothed
+
+    def scorer(self):
+        if len(self.levels) < self.depth:
+            self.finish()
+        return LinearScorer(self.levels, self.coef, self.bias)
+
+
+class _NetworkLocalPredictor:
+    """A two-layer local network of a pass (:mod:`fastprop.local_networks`)."""
+
+    def __init__(self, context, options):
+        unit = unit_rows(context.features)
+        patches = None
+        if options.predictor_training == "patches":
+            patches = [context.workspace.patch[:size].copy()
+                       for size in training_patches(context.workspace, context.seed_class, context.tie_rank)]
+        self.n_training_patches = 0 if patches is None else len(patches)
+        self.network = LOCAL_NETWORKS[options.local_predictor].train(
+            context.graph, unit, context.seed_class, context.n_classes, patches, context.rng
+        )
+        self.network.prepare(unit)
+        self.bias = self.network.bias
+        self.patches = NetworkPatchPredictor(self.network, context.graph)
+        self.walk = context.walk
+        self.whole_graph = None
+
+    def graph_logits(self, rows):
+        """The network on the whole graph, at ``rows``."""
+        return self.finish()[rows]
+
+    def finish(self):
+        """The network on the whole graph, everywhere (computed once)."""
+        if self.whole_graph is None:
+            self.whole_graph = self.network.whole_graph_logits(self.walk)
+        return self.whole_graph
+
+    def scorer(self):
+        self.finish()
+        return self.network
+
+
+def distributions_from_views(state, graph_logits, bias, labeled):
     """Mean of views where there are any, the whole-graph predictor elsewhere.
 
     Computed in place in ``state.probability_sum`` (which it returns):
     the view sums are not needed afterwards, and at a million vertices
     each (n, n_classes) copy is worth saving.
+
+    Parameters
+    ----------
+    state : PropagationState
+    graph_logits : callable
+        ``graph_logits(rows)``: the local predictor's logits (before ``bias``)
+        of ``rows`` on their whole-graph neighbourhood.
+    bias : ndarray of shape (n_classes,)
+    labeled : ndarray of shape (n_samples,), bool
 
     Returns
     -------
@@ -186,8 +260,7 @@ def distributions_from_views(state, walk, logits, intercept, labeled, depth):
     np.divide(distributions, state.view_count[:, None], out=distributions, where=mean_of_views)
     unreached = np.flatnonzero(~seen & ~labeled)
     if unreached.size:
-        smoothed = walk.smooth(logits, unreached, depth)
-        distributions[unreached] = softmax_proba(smoothed, np.eye(logits.shape[1]), intercept)
+        distributions[unreached] = softmax_proba(graph_logits(unreached), np.eye(bias.size), bias)
     distributions /= distributions.sum(axis=1, keepdims=True)
     multiview = np.where(seen | labeled, state.confidence, 0.0)
     return distributions, multiview

@@ -279,12 +279,34 @@ def _grown(array, capacity, used):
     return grown
 
 
-def training_features(workspace, features, seed_class, tie_rank):
-    """SGC features of the labeled vertices of patches grown around the seeds.
+def training_patches(workspace, seed_class, tie_rank):
+    """Grow the local predictor's training patches around the seeds, one after the other.
 
     Patches are grown like the propagation's (confident starts, the initial
     confidences: 1 for seeds, 0 elsewhere, with start exclusion), so the
     predictor is trained on the kind of patch it will see.
+
+    Yields
+    ------
+    int
+        The size of the patch just grown, in ``workspace.patch[:size]`` until the next one.
+    """
+    labeled = seed_class >= 0
+    confidence = labeled.astype(np.float64)
+    excluded = np.zeros(labeled.size, dtype=bool)
+    queue = StartQueue(tie_rank)
+    queue.push(np.flatnonzero(labeled), confidence)
+    while True:
+        start = queue.pop(excluded)
+        if start < 0:
+            return
+        workspace.exclude(start, excluded)
+        size, _, _ = workspace.grow(start, confidence)
+        yield size
+
+
+def training_features(workspace, features, seed_class, tie_rank):
+    """SGC features of the labeled vertices of the :func:`training_patches`.
 
     Returns
     -------
@@ -295,26 +317,15 @@ def training_features(workspace, features, seed_class, tie_rank):
     n_patches : int
     """
     labeled = seed_class >= 0
-    confidence = labeled.astype(np.float64)
-    excluded = np.zeros(labeled.size, dtype=bool)
-    queue = StartQueue(tie_rank)
-    queue.push(np.flatnonzero(labeled), confidence)
     nothing_frozen = np.zeros(labeled.size, dtype=bool)
     rows, labels = [], []
-    n_patches = 0
-    while True:
-        start = queue.pop(excluded)
-        if start < 0:
-            break
-        workspace.exclude(start, excluded)
-        size, _, _ = workspace.grow(start, confidence)
+    for size in training_patches(workspace, seed_class, tie_rank):
         members = workspace.patch[:size]
         in_patch_seeds = np.flatnonzero(labeled[members])
         smoothed = workspace.smooth(size, features, nothing_frozen)
         rows.append(smoothed[in_patch_seeds].copy())
         labels.append(seed_class[members[in_patch_seeds]])
-        n_patches += 1
-    return np.concatenate(rows), np.concatenate(labels), n_patches
+    return np.concatenate(rows), np.concatenate(labels), len(rows)
 
 
 @dataclass
@@ -358,7 +369,25 @@ class PropagationState:
         return state
 
 
-def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_threshold,
+class LinearPatchPredictor:
+    """The SGC local predictor on a patch: its logits ``X W`` smoothed on the patch, plus ``bias``.
+
+    The predictor is linear before its softmax, so smoothing ``X W`` equals
+    applying ``W`` to smoothed features, at ``n_classes`` columns instead of
+    ``n_features`` (:meth:`PatchWorkspace.process_batch`).
+    """
+
+    def __init__(self, logits, bias):
+        self.logits = logits
+        self.bias = bias
+
+    def process_batch(self, workspace, n_batch, state, single_view_confidence, confident_threshold):
+        """Update the views of the batch's patches; returns ``(newly_confident, n_newly_confident)`` per slot."""
+        return workspace.process_batch(n_batch, self.logits, self.bias, state, single_view_confidence,
+                                       confident_threshold)
+
+
+def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold,
               single_view_confidence, process_capped_patches=False, confidence_override=None, progress=None):
     """Run the path scheduler until no viable start remains.
 
@@ -369,11 +398,9 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     Parameters
     ----------
     workspace : PatchWorkspace
-    logits : ndarray of shape (n, n_classes), float64
-        ``X @ W``: the predictor is linear before its softmax, so smoothing
-        ``X W`` equals applying ``W`` to smoothed features, at ``n_classes``
-        columns instead of ``n_features``.
-    bias : ndarray of shape (n_classes,)
+    predictor : LinearPatchPredictor or fastprop.local_networks.NetworkPatchPredictor
+        The local predictor: its ``process_batch`` labels the patches of a
+        batch and updates their views.
     seed_class : ndarray of shape (n,), int64
         Class index of seeds, -1 elsewhere.
     tie_rank : ndarray of shape (n,)
@@ -395,7 +422,7 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
     -------
     PropagationState
     """
-    n_vertices, n_classes = logits.shape
+    n_vertices, n_classes = seed_class.size, predictor.bias.size
     labeled = seed_class >= 0
     state = PropagationState.from_seeds(seed_class, n_classes)
     excluded = np.zeros(n_vertices, dtype=bool)
@@ -411,8 +438,8 @@ def propagate(workspace, logits, bias, seed_class, tie_rank, *, confident_thresh
             continue
         # Even when the queue ran out while this batch was filled, the vertices its patches make
         # confident are starts too: the loop ends only at a fill that finds nothing to grow.
-        newly_confident, n_newly_confident = workspace.process_batch(
-            n_batch, logits, bias, state, single_view_confidence, confident_threshold
+        newly_confident, n_newly_confident = predictor.process_batch(
+            workspace, n_batch, state, single_view_confidence, confident_threshold
         )
         for slot in range(n_batch):
             n_new = n_newly_confident[slot]

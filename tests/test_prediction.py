@@ -48,7 +48,7 @@ def dense_new_point_distributions(model, X, X_new):
     big[n:, :n] = rows
     big += np.eye(n + m)
     walk = big / big.sum(axis=1, keepdims=True)
-    coef, intercept = model.predictor_.coef.astype(np.float64), model.predictor_.intercept
+    coef, intercept = model.predictor_.scorer.coef.astype(np.float64), model.predictor_.scorer.intercept
     logits = np.vstack([unit, unit_new]) @ coef
     smoothed = np.linalg.matrix_power(walk, depth) @ logits
     return softmax(smoothed[n:] + intercept, axis=1)
@@ -67,9 +67,9 @@ def test_a_fitted_sample_with_its_own_graph_row_gets_its_transductive_label(fitt
     for i in np.flatnonzero(y < 0)[::7]:
         row = slice(graph.indptr[i], graph.indptr[i + 1])
         unit = X[i : i + 1] / np.linalg.norm(X[i])
-        got = model.predictor_.distributions_of_rows(
+        logits = model.predictor_.scorer.logits_of_rows(
             unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
-        assert_allclose(got[0], model.label_distributions_[i], atol=1e-5)
+        assert_allclose(softmax(logits[0]), model.label_distributions_[i], atol=1e-5)
 
 
 def test_exact_neighbours_are_the_cosine_top_k(fitted):

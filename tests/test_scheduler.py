@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop.graph import build_knn_graph
 from fastprop.scheduler import (
+    LinearPatchPredictor,
     PatchSettings,
     PatchWorkspace,
     PropagationState,
@@ -21,8 +22,11 @@ from threads import run_on_threads
 
 
 def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False,
-                   batch_size=1):
-    """The scheduler, written plainly: batches of non-overlapping patches, then their updates in order."""
+                   batch_size=1, patch_scores=None):
+    """The scheduler, written plainly: batches of non-overlapping patches, then their updates in order.
+
+    A patch's scores are ``patch_scores(patch)``, by default the SGC's ``S_P^depth logits[P] + bias``.
+    """
     n, n_classes = logits.shape
     labeled = seed_class >= 0
     sums = np.zeros((n, n_classes))
@@ -56,8 +60,11 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
         if not batch and not deferred:
             break
         for patch in batch:
-            operator = dense_patch_operator(dense, patch)
-            scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
+            if patch_scores is None:
+                operator = dense_patch_operator(dense, patch)
+                scores = np.linalg.matrix_power(operator, settings.depth) @ logits[patch] + bias
+            else:
+                scores = patch_scores(patch)
             predictions = np.exp(scores - scores.max(axis=1, keepdims=True))
             predictions /= predictions.sum(axis=1, keepdims=True)
             for vertex in slow_accumulate(patch, predictions, frozen, sums, counts, confidence, eps, c_tau):
@@ -89,7 +96,7 @@ def test_propagate_matches_slow_reference(min_gain, max_size, hops, depth, proce
     settings = PatchSettings(min_gain=min_gain, max_patch_size=max_size, exclusion_hops=hops, depth=depth)
     workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
     workspace.sharing = ThreadSharing(forced=shared)
-    state = propagate(workspace, logits, bias, seed_class, tie_rank, confident_threshold=0.6,
+    state = propagate(workspace, LinearPatchPredictor(logits, bias), seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, process_capped_patches=process_capped)
     sums, counts, confidence, frozen, n_patches = slow_propagate(
         graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3, process_capped,
@@ -181,7 +188,7 @@ def test_isolated_and_disconnected_vertices_get_no_views():
     seed_class = np.array([0, -1, -1, -1, -1, -1, -1])
     settings = PatchSettings(min_gain=100.0, max_patch_size=50, exclusion_hops=0, depth=2)
     workspace = PatchWorkspace(graph, settings, 1)
-    state = propagate(workspace, np.zeros((7, 1)), np.zeros(1), seed_class, np.arange(7),
+    state = propagate(workspace, LinearPatchPredictor(np.zeros((7, 1)), np.zeros(1)), seed_class, np.arange(7),
                       confident_threshold=0.9, single_view_confidence=1e-3)
     assert state.view_count[4:].tolist() == [0, 0, 0]
     assert state.view_count[1:4].min() >= 1

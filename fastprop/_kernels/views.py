@@ -51,6 +51,23 @@ def update_views(vertex, row, scores, bias, frozen, probability_sum, view_count,
 
 
 @numba.njit(**JIT_OPTIONS)
+def update_patch_views(patch, scores, bias, frozen, probability_sum, view_count, confidence, single_view_confidence,
+                       confident_threshold, newly_confident):
+    """:func:`update_views` for every vertex of ``patch``, row ``r`` of ``scores`` being ``patch[r]``'s.
+
+    ``scores`` (float64, C-contiguous) is overwritten. Returns how many
+    vertices joined the confident set, written to ``newly_confident`` in patch order.
+    """
+    n_new = 0
+    for row in range(patch.shape[0]):
+        if update_views(patch[row], row, scores, bias, frozen, probability_sum, view_count, confidence,
+                        single_view_confidence, confident_threshold):
+            newly_confident[n_new] = patch[row]
+            n_new += 1
+    return n_new
+
+
+@numba.njit(**JIT_OPTIONS)
 def exclude_neighbourhood(start, hops, indptr, indices, excluded, stamp, stamp_value, queue, depth):
     """Mark ``start`` and every vertex within ``hops`` edges of it as excluded.
 
