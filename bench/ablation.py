@@ -18,6 +18,11 @@ validation set for the outlier threshold. Parts:
   0.1, 0.2, for both inputs, with the paper's Num (positives), FNR (outliers
   among the positives) and TNR (outliers among the negatives).
 - ``depth``: SGC depth of the local predictor, 1, 2, 3.
+- ``predictor`` (Table 2's columns): the local predictor, SGC / GCN / GAT
+  (``local_predictor``), under the paper's confidence sources (random,
+  multi-view, ConfNet, ConfNet-dagger; ConfNet on our structural input, no
+  provisional classes), with our default settings, and trained on patches
+  (the paper's ``predictor_training``).
 - ``design``: our departures from the paper (those of ``PAPER_SETTINGS`` that
   FastProp still has), one at a time and together.
 - ``patch`` (supplement, "Influence of maximum patch size"): ``max_patch_size``
@@ -51,7 +56,7 @@ from fastprop.confnet import extreme_vertices  # noqa: E402
 from fastprop.graph import build_knn_graph  # noqa: E402
 from fastprop.evaluation.protocol import make_noisy_task  # noqa: E402
 
-PARTS = ("confidence", "eta", "depth", "patch", "design")
+PARTS = ("confidence", "eta", "depth", "patch", "design", "predictor")
 PAPER_SETTINGS = {  # our departures from the paper: the paper's value of each
     "predictor_training": "patches",
     "confnet_features": "embedding",
@@ -69,6 +74,15 @@ CONFIDENCE_ROWS = [  # (label, params)
     ("ConfNet† (embedding, paper)", {"confidence": "both", "confnet_features": "embedding", **_PAPER_CONFIDENCE}),
     ("ConfNet† (structure, ours)", {"confidence": "both", "confnet_features": "structure", **_PAPER_CONFIDENCE}),
     ("ConfNet† (structure) + provisional classes (default)", {}),
+]
+LOCAL_PREDICTORS = ("sgc", "gcn", "gat")
+PREDICTOR_ROWS = [  # (label, params), each with every local predictor
+    ("Random", {"confidence": "random"}),
+    ("Multi-view", {"confidence": "multiview", **_PAPER_CONFIDENCE}),
+    ("ConfNet", {"confidence": "confnet", **_PAPER_CONFIDENCE}),
+    ("ConfNet†", {"confidence": "both", **_PAPER_CONFIDENCE}),
+    ("default (ConfNet† + provisional classes)", {}),
+    ("default, trained on patches (paper)", {"predictor_training": "patches"}),
 ]
 ETAS = (0.01, 0.05, 0.1, 0.2)
 DEPTHS = (1, 2, 3)
@@ -238,6 +252,11 @@ def main(argv=None):
                 record("design", f"{key}={value!r} (paper's)", {key: value})
             if len(paper) > 1:
                 record("design", "all of the above as in the paper", paper)
+        if "predictor" in args.parts:
+            for label, params in PREDICTOR_ROWS:
+                for predictor in LOCAL_PREDICTORS:
+                    record("predictor", f"{label}, {predictor.upper()}", {**params, "local_predictor": predictor},
+                           {"confidence": label, "predictor": predictor.upper()})
         if "confidence" in args.parts and args.noise > 0:
             runner = make_runner(X, y, args, seed, 0.0)  # same classes and seeds: drawn first
             record("confidence", "GT (0% noise: no outliers)", {})
@@ -265,6 +284,9 @@ def main(argv=None):
     if "design" in rows:
         tables.append(("Our departures from the paper", rows["design"],
                        [("configuration", "FastProp")] + METRIC_COLUMNS))
+    if "predictor" in rows:
+        tables.append(("Local predictor (Table 2's columns)", rows["predictor"],
+                       [("confidence", "confidence"), ("predictor", "local predictor")] + METRIC_COLUMNS))
     notes = (
         "Means ± sample std over seeds. FNR: share of outliers among ConfNet's positives (the top-η "
         "multi-view confident unlabelled vertices); TNR: share of outliers among its negatives (the "
