@@ -45,6 +45,7 @@ def check_settings(model):
     check_integer("confnet_depth", model.confnet_depth, low=0, high=10)
     check_real("confnet_l2", model.confnet_l2, low=0)
     check_real("eta", model.eta, low=0, high=0.5, low_inclusive=False)
+    check_integer("pseudo_labels", model.pseudo_labels, low=0)
     check_choice("confidence", model.confidence, CONFIDENCE_SOURCES)
     check_choice("local_predictor", model.local_predictor, LOCAL_PREDICTORS)
     check_choice("predictor_training", model.predictor_training, ("graph", "patches"))
@@ -82,6 +83,7 @@ def pass_options(model):
         confnet_depth=int(model.confnet_depth),
         confnet_l2=float(model.confnet_l2),
         eta=float(model.eta),
+        pseudo_labels=int(model.pseudo_labels),
     )
 
 

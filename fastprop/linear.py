@@ -65,10 +65,10 @@ def _normalised_weights(n_samples, sample_weight):
     return weights / weights.sum()
 
 
-def _minimise(objective, n_params, args, max_iter, tol):
+def _minimise(objective, n_params, args, max_iter, tol, initial=None):
     result = minimize(
         objective,
-        np.zeros(n_params),
+        np.zeros(n_params) if initial is None else initial,
         args=args,
         jac=True,
         method="L-BFGS-B",
@@ -77,7 +77,7 @@ def _minimise(objective, n_params, args, max_iter, tol):
     return result.x
 
 
-def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6):
+def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6, initial=None):
     """Fit multinomial logistic regression.
 
     Parameters
@@ -93,6 +93,10 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         L-BFGS iterations.
     tol : float, default=1e-6
         Gradient tolerance.
+    initial : (coef, intercept) or None
+        Where L-BFGS starts (e.g. a fit on part of the rows); zeros when None.
+        The optimum does not depend on it (the loss is convex; the intercept up to a
+        constant added to every class), the iterations do.
 
     Returns
     -------
@@ -110,8 +114,14 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         basis, _ = np.linalg.qr(features.T)
         features = features @ basis
     n_features = features.shape[1]
+    start = None
+    if initial is not None:
+        initial_coef = np.asarray(initial[0], dtype=np.float64)
+        start = np.concatenate([(initial_coef if basis is None else basis.T @ initial_coef).ravel(),
+                                np.asarray(initial[1], dtype=np.float64)])
     params = _minimise(
-        softmax_loss_and_gradient, (n_features + 1) * n_classes, (features, targets, weights, l2), max_iter, tol
+        softmax_loss_and_gradient, (n_features + 1) * n_classes, (features, targets, weights, l2), max_iter, tol,
+        start,
     )
     coef = params[: n_features * n_classes].reshape(n_features, n_classes)
     return (coef if basis is None else basis @ coef), params[n_features * n_classes :]

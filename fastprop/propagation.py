@@ -21,6 +21,14 @@ from .prediction import LinearScorer
 from .rows import unit_rows
 from .scheduler import (LinearPatchPredictor, PatchWorkspace, PropagationState, propagate, training_features,
                         training_patches)
+from .self_training import most_confident_per_class
+from .threshold import final_confidence
+
+
+#: Gradient tolerance of the self-training refit (:meth:`_LinearLocalPredictor.refit`). Measured on
+#: Banking77 and HWU64 (10% outliers, 3 seeds, 100 pseudo-labels a class): accuracy within 0.13 points
+#: of 1e-6's at 1e-4, in 0.19-0.39 s instead of 0.45-0.59; 1e-3 loses up to 1.1 points.
+REFIT_TOL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class FitContext:
     tie_rank: np.ndarray
     rng: np.random.Generator
     workspace: PatchWorkspace
+    known_outliers: np.ndarray  # unlabeled samples known to be of no class: never pseudo-labels
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class PassOptions:
     confnet_depth: int
     confnet_l2: float
     eta: float
+    pseudo_labels: int
 
 
 @dataclass(frozen=True)
@@ -141,11 +151,30 @@ def propagation_pass(context, options, notify):
             depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
         )
     timings["confnet"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    if graph_logits is not None and options.pseudo_labels and options.local_predictor == "sgc":
+        confidence = final_confidence(options.confidence, multiview, confnet, labeled)
+        predicted = (graph_logits + local.bias).argmax(axis=1)
+        graph_logits = None  # freed before the refit makes its own (160 MB at 1M samples)
+        graph_logits = _self_trained(context, options, local, predicted, confidence)
+    timings["self_training"] = time.perf_counter() - clock
     if graph_logits is not None:
         unlabeled = np.flatnonzero(~labeled)
         distributions[unlabeled] = softmax_proba(graph_logits[unlabeled], np.eye(context.n_classes), local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
                       scorer=local.scorer(), n_training_patches=local.n_training_patches, timings=timings)
+
+
+def _self_trained(context, options, local, predicted, confidence):
+    """The whole-graph logits of ``local`` refitted on the seeds and its most confident labels.
+
+    See :mod:`fastprop.self_training`: the ``options.pseudo_labels`` most
+    confident unlabeled samples of each ``predicted`` class (known outliers
+    excepted), by ``confidence``, join the seeds.
+    """
+    candidates = np.setdiff1d(np.flatnonzero(context.seed_class < 0), context.known_outliers)
+    chosen = most_confident_per_class(predicted, confidence, candidates, options.pseudo_labels, context.tie_rank)
+    return local.refit(context, options, chosen, predicted[chosen])
 
 
 class _LinearLocalPredictor:
@@ -169,12 +198,31 @@ class _LinearLocalPredictor:
             row_class, self.n_training_patches = context.seed_class[seeds], 0
         self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
                                                       l2=options.predictor_l2)
-        # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
-        self.logits = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
-        if context.row_scale is not None:
-            self.logits *= context.row_scale[:, None]
+        self.logits = self._logits(context)
         self.patches = LinearPatchPredictor(self.logits, self.bias)
         self.levels = []
+
+    def refit(self, context, options, pseudo, pseudo_class):
+        """Fit again on the seeds and the ``pseudo`` samples of classes ``pseudo_class``, from the current fit.
+
+        The rows are whole-graph SGC rows, whatever ``predictor_training``
+        says. Returns :meth:`finish` of the refitted predictor (its levels replace the old ones).
+        """
+        self.levels = []
+        seeds = np.flatnonzero(context.seed_class >= 0)
+        rows = self.walk.smooth(context.features, np.r_[seeds, pseudo], self.depth, row_scale=context.row_scale)
+        targets = np.eye(context.n_classes)[np.r_[context.seed_class[seeds], pseudo_class]]
+        self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
+                                                      initial=(self.coef, self.bias))
+        self.logits = self._logits(context)
+        return self.finish()
+
+    def _logits(self, context):
+        # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
+        logits = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
+        if context.row_scale is not None:
+            logits *= context.row_scale[:, None]
+        return logits
 
     def graph_logits(self, rows):
         """``S^depth (X / |X|) W`` at ``rows``."""

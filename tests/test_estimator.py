@@ -50,7 +50,8 @@ def test_invariants(fitted):
     assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
     assert np.all(np.isfinite(model.multiview_confidence_))
     assert model.view_count_.shape == (n,) and model.view_count_[seeds].sum() == 0
-    assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "threshold", "provisional"}
+    assert set(model.timings_) == {"graph", "training", "propagation", "confnet", "self_training", "threshold",
+                                   "provisional"}
 
 
 def test_confidence_combines_multiview_and_confnet(fitted):
@@ -227,12 +228,13 @@ def test_automatic_threshold_is_half_of_otsus_split():
 
 
 def test_graph_training_predictor_matches_an_independent_sgc_fit():
-    """With predictor_training="graph" the local predictor is softmax regression on (D~^-1 A~)^2 X at the seeds."""
+    """With predictor_training="graph" (and no self-training) the local predictor is softmax regression on
+    (D~^-1 A~)^2 X at the seeds."""
     from fastprop.linear import fit_softmax_regression
 
     X, y, _ = two_clusters_and_outliers(seed=8)
     graph = build_knn_graph(X, 8)
-    model = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=graph)
+    model = FastProp(random_state=0, outlier_threshold=None, pseudo_labels=0).fit(X, y, graph=graph)
     dense = graph.toarray().astype(np.float64) + np.eye(len(X))
     operator = dense / dense.sum(axis=1, keepdims=True)
     unit = X / np.linalg.norm(X, axis=1, keepdims=True)

@@ -102,3 +102,16 @@ def test_fits_are_deterministic(problem):
     first = fit_softmax_regression(features, targets)
     second = fit_softmax_regression(features, targets)
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
+@pytest.mark.parametrize("n_samples", [40, 8])  # more rows than features, and fewer (the row-span basis)
+def test_a_warm_start_reaches_the_same_optimum(n_samples):
+    rng = np.random.default_rng(5)
+    features = rng.normal(size=(n_samples, 12))
+    targets = np.eye(3)[rng.integers(0, 3, n_samples)]
+    cold = fit_softmax_regression(features, targets, l2=1e-2, tol=1e-10)
+    start = (rng.normal(size=(12, 3)), rng.normal(size=3))
+    warm = fit_softmax_regression(features, targets, l2=1e-2, tol=1e-10, initial=start)
+    assert_allclose(warm[0], cold[0], atol=1e-5)
+    # the intercept is not penalised: a constant added to every class leaves the softmax as it is
+    assert_allclose(warm[1] - warm[1].mean(), cold[1] - cold[1].mean(), atol=1e-5)

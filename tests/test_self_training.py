@@ -1,0 +1,96 @@
+"""Self-training (``pseudo_labels``): the choice of pseudo-labels and the refitted predictor, against slow references."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import softmax
+
+import fastprop.propagation as propagation
+from fastprop import FastProp
+from fastprop.linear import fit_softmax_regression
+from fastprop.self_training import most_confident_per_class
+from reference import dense_patch_operator
+
+
+def slow_most_confident(predicted, confidence, candidates, per_class, tie_rank):
+    chosen = []
+    for k in sorted(set(predicted[candidates].tolist())):
+        members = [v for v in candidates if predicted[v] == k]
+        members.sort(key=lambda v: (-confidence[v], tie_rank[v]))
+        chosen.extend(members[:per_class])
+    return np.array(chosen, dtype=np.int64)
+
+
+@pytest.mark.parametrize("per_class", [0, 1, 3, 50])
+def test_the_most_confident_of_each_class_match_a_slow_sort(per_class):
+    rng = np.random.default_rng(per_class)
+    predicted = rng.integers(0, 4, 60)
+    confidence = rng.choice([0.2, 0.5, 0.9, 1.0], 60)  # many ties, broken by tie_rank
+    tie_rank = rng.permutation(60)
+    candidates = np.sort(rng.choice(60, 40, replace=False))
+    got = most_confident_per_class(predicted, confidence, candidates, per_class, tie_rank)
+    assert_array_equal(got, slow_most_confident(predicted, confidence, candidates, per_class, tie_rank))
+    assert most_confident_per_class(predicted, confidence, candidates[:0], 5, tie_rank).size == 0
+
+
+def clusters(seed=0):
+    rng = np.random.default_rng(seed)
+    centres = 3.0 * np.eye(8)[:3]
+    X = np.vstack([centres[c] + rng.normal(size=(70, 8)) for c in range(3)])
+    y = np.full(210, -1)
+    y[[0, 70, 140]] = [0, 1, 2]
+    return X.astype(np.float32), y
+
+
+def test_the_refit_is_softmax_regression_on_the_seeds_and_the_pseudo_labels(monkeypatch):
+    monkeypatch.setattr(propagation, "REFIT_TOL", 1e-10)
+    X, y = clusters()
+    common = dict(n_neighbors=8, min_gain=30, max_patch_size=100, outlier_threshold=None, random_state=0)
+    before = FastProp(pseudo_labels=0, **common).fit(X, y)
+    after = FastProp(pseudo_labels=10, **common).fit(X, y)
+    # no provisional classes without a threshold: the confidence is the one the pseudo-labels were chosen by
+    assert_array_equal(after.confidence_, before.confidence_)
+    unlabeled = np.flatnonzero(y < 0)
+    predicted = before.label_distributions_.argmax(axis=1)
+    tie_rank = np.random.default_rng(0).permutation(X.shape[0])  # as fit draws it first
+    chosen = slow_most_confident(predicted, before.confidence_, unlabeled, 10, tie_rank)
+    assert chosen.size == 30
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    walk = dense_patch_operator(before.graph_.toarray(), np.arange(X.shape[0]))
+    smoothed = walk @ walk @ unit.astype(np.float64)
+    rows = np.r_[np.flatnonzero(y >= 0), chosen]
+    targets = np.eye(3)[np.r_[y[y >= 0], predicted[chosen]]]
+    coef, intercept = fit_softmax_regression(smoothed[rows], targets, l2=before.predictor_l2, tol=1e-10)
+    expected = softmax(smoothed @ coef + intercept, axis=1)
+    assert_allclose(after.label_distributions_[unlabeled], expected[unlabeled], atol=1e-4)
+    assert_allclose(after.predictor_.scorer.coef, coef, atol=1e-3)  # new points use the refitted predictor
+
+
+def test_known_outliers_are_never_pseudo_labels(monkeypatch):
+    seen = []
+
+    def recording(predicted, confidence, candidates, per_class, tie_rank):
+        seen.append(candidates)
+        return most_confident_per_class(predicted, confidence, candidates, per_class, tie_rank)
+
+    monkeypatch.setattr(propagation, "most_confident_per_class", recording)
+    X, y = clusters()
+    FastProp(n_neighbors=8, pseudo_labels=5, random_state=0).fit(X, y, outliers=[3, 80])
+    assert len(seen) == 1 and not np.isin([3, 80], seen[0]).any() and np.isin([4, 81], seen[0]).all()
+
+
+@pytest.mark.parametrize("params", [{"local_predictor": "gcn"}, {"labels": "views"}])
+def test_pseudo_labels_apply_to_the_sgc_labels_of_the_whole_graph_only(params):
+    X, y = clusters()
+    common = dict(n_neighbors=8, random_state=0, **params)
+    with_pseudo = FastProp(pseudo_labels=20, **common).fit(X, y)
+    without = FastProp(pseudo_labels=0, **common).fit(X, y)
+    assert_array_equal(with_pseudo.label_distributions_, without.label_distributions_)
+
+
+@pytest.mark.parametrize("value, message", [(-1, "pseudo_labels=-1 is out of range"),
+                                            (2.5, "pseudo_labels must be an integer")])
+def test_bad_pseudo_labels(value, message):
+    X, y = clusters()
+    with pytest.raises(ValueError, match=message):
+        FastProp(pseudo_labels=value).fit(X, y)
