@@ -100,6 +100,7 @@ def summary(label, name, noise, results):
         undefined = key == "outlier_auroc" and not noise  # no outliers to rank
         row[key] = "—" if undefined else f"{scale * values.mean():.2f} ± {scale * values.std(ddof=1):.2f}"
     row["provisional"] = f"{np.mean([r['n_provisional'] for r in results]):.0f}"
+    row["accuracy_runs"] = [r["accuracy"] for r in results]  # per seed, for paired differences
     return row
 
 

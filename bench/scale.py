@@ -43,7 +43,7 @@ SMALL_MAX_N = 100_000
 SMALL_REPEATS = 3
 #: "graph" is the kNN build; "prepare" is FastProp's own work on the graph before
 #: training (checking it, the random walk's degrees, the patch buffers).
-PHASES = ("graph", "prepare", "training", "propagation", "confnet", "threshold", "provisional")
+PHASES = ("graph", "prepare", "training", "propagation", "confnet", "self_training", "threshold", "provisional")
 #: What issue #6 calls propagation: everything between the graph and the threshold
 #: ("provisional", the provisional classes after the first threshold, is timed apart).
 PROPAGATION_PHASES = ("prepare", "training", "propagation", "confnet")
@@ -217,6 +217,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--max-n", type=int, default=None, help="drop sizes above this")
+    parser.add_argument("--name", default="scale", help="output name in bench/results (default: scale)")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)
@@ -251,7 +252,8 @@ def main():
     columns = [
         ("n", "N", ",d"), ("graph_s", "graph s", ".2f"), ("prepare_s", "prepare s", ".2f"),
         ("training_s", "training s", ".2f"), ("propagation_s", "patch loop s", ".2f"),
-        ("confnet_s", "ConfNet s", ".2f"), ("propagation_phases_s", "prepare..ConfNet s", ".2f"),
+        ("confnet_s", "ConfNet s", ".2f"), ("self_training_s", "self-training s", ".2f"),
+        ("propagation_phases_s", "prepare..ConfNet s", ".2f"),
         ("threshold_s", "threshold s", ".3f"), ("total_s", "total s", ".2f"),
         ("graph_reproducible_s", "graph s, reproducible", ".2f"),
         ("total_reproducible_s", "total s, reproducible", ".2f"),
@@ -275,7 +277,7 @@ def main():
         f"samples; a warm 2k fit takes {compile_row['warm_fit_2k_s']:.2f} s).",
     ])
     report = write_tables(
-        "scale", [("FastProp per phase", rows, columns)],
+        args.name, [("FastProp per phase", rows, columns)],
         meta={"slopes": slopes, "compile": compile_row}, title="FastProp scale", notes=notes,
     )
     print(report)
