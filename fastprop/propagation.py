@@ -168,12 +168,13 @@ def propagation_pass(context, options, notify):
 def _self_trained(context, options, local, predicted, confidence):
     """The whole-graph logits of ``local`` refitted on the seeds and its most confident labels.
 
-    See :mod:`fastprop.self_training`: the ``options.pseudo_labels`` most
-    confident unlabeled samples of each ``predicted`` class (known outliers
-    excepted), by ``confidence``, join the seeds.
+    See :mod:`fastprop.self_training`: ``options.pseudo_labels`` split evenly
+    among the classes, the most confident unlabeled samples of each
+    ``predicted`` class (known outliers excepted), by ``confidence``, join the seeds.
     """
     candidates = np.setdiff1d(np.flatnonzero(context.seed_class < 0), context.known_outliers)
-    chosen = most_confident_per_class(predicted, confidence, candidates, options.pseudo_labels, context.tie_rank)
+    per_class = -(-options.pseudo_labels // context.n_classes)
+    chosen = most_confident_per_class(predicted, confidence, candidates, per_class, context.tie_rank)
     return local.refit(context, options, chosen, predicted[chosen])
 
 

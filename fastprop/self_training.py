@@ -1,11 +1,12 @@
 """Self-training: the local predictor refitted on its most confident labels.
 
 After the patch loop and ConfNet, FastProp knows which of its labels it
-trusts most. Taking the ``per_class`` most confident unlabeled samples of
-each class as extra seeds (with the class it gave them) and fitting the SGC
-predictor again gives it a hundred times more training rows than the 1%
-seeds, drawn from the region each class actually covers; the labels of
-every sample then come from the refitted predictor. The paper notes that
+trusts most. Taking the most confident unlabeled samples of each class as
+extra seeds (with the class it gave them; ``FastProp(pseudo_labels=3000)``
+split evenly among the classes) and fitting the SGC predictor again gives
+it tens of times more training rows than 1% seeds, drawn from the region
+each class actually covers; the labels of every sample then come from the
+refitted predictor. The paper notes that
 its propagation "can be easily extended to the iterative scheme"; this is
 one round of it, with the confident set filtered by the final confidence
 (multi-view and ConfNet), not the raw multi-view one.

@@ -174,7 +174,7 @@ def test_graph_labels_are_the_predictor_on_the_whole_graph():
 
     X, y, _ = clusters(n_per=250)  # 1,000 samples: patches of 500 are viable, so the views differ
     graph = build_knn_graph(X, 8, method="exact")
-    model = FastProp(random_state=0, outlier_threshold=None).fit(X, y, graph=graph)
+    model = FastProp(random_state=0, outlier_threshold=None, pseudo_labels=0).fit(X, y, graph=graph)
     assert model.n_iter_ > 0
     dense = graph.toarray().astype(np.float64) + np.eye(y.size)
     walk2 = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), 2)
@@ -184,6 +184,6 @@ def test_graph_labels_are_the_predictor_on_the_whole_graph():
     expected = softmax(smoothed @ coef + intercept, axis=1)
     unlabeled = y < 0
     assert_allclose(model.label_distributions_[unlabeled], expected[unlabeled], atol=2e-3)
-    views = FastProp(random_state=0, outlier_threshold=None, labels="views").fit(X, y, graph=graph)
+    views = FastProp(random_state=0, outlier_threshold=None, labels="views", pseudo_labels=0).fit(X, y, graph=graph)
     assert np.abs(views.label_distributions_[unlabeled] - expected[unlabeled]).max() > 2e-3
     assert_array_equal(views.confidence_, model.confidence_)  # the labels' source does not touch the confidence
