@@ -189,13 +189,14 @@ class _LinearLocalPredictor:
     def __init__(self, context, options):
         self.walk = context.walk
         self.depth = depth = options.predictor_depth
+        self.seed_rows = None  # the seeds' whole-graph SGC rows, kept for a refit
         if options.predictor_training == "patches":
             rows, row_class, self.n_training_patches = training_features(
                 context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
-            rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
+            rows = self.seed_rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
             row_class, self.n_training_patches = context.seed_class[seeds], 0
         self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
                                                       l2=options.predictor_l2)
@@ -211,7 +212,10 @@ class _LinearLocalPredictor:
         """
         self.levels = []
         seeds = np.flatnonzero(context.seed_class >= 0)
-        rows = self.walk.smooth(context.features, np.r_[seeds, pseudo], self.depth, row_scale=context.row_scale)
+        if self.seed_rows is None:
+            self.seed_rows = self.walk.smooth(context.features, seeds, self.depth, row_scale=context.row_scale)
+        pseudo_rows = self.walk.smooth(context.features, pseudo, self.depth, row_scale=context.row_scale)
+        rows = np.vstack([self.seed_rows, pseudo_rows])
         targets = np.eye(context.n_classes)[np.r_[context.seed_class[seeds], pseudo_class]]
         self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
                                                       initial=(self.coef, self.bias))
