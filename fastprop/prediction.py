@@ -109,7 +109,8 @@ class NeighbourhoodPredictor:
     @property
     def nbytes(self):
         """Bytes held for prediction besides the fitted embeddings (which ``fit`` was given)."""
-        arrays = [*self.scorer.arrays, self.confidence, self.fitted_class, self.agreement_knots, self.knot_positions, self.confidence_quantiles]
+        arrays = [*self.scorer.arrays, self.confidence, self.fitted_class, self.agreement_knots, self.knot_positions,
+                  self.confidence_quantiles]
         if self.row_scale is not None:
             arrays.append(self.row_scale)
         held = sum(array.nbytes for array in arrays)

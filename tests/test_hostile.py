@@ -580,7 +580,7 @@ def test_ctrl_c_at_start_up_is_one_line(cli_inputs, delay):
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert (process.returncode, err) == (130, "fastprop: interrupted; no partial file was written.\n")
+    assert (process.returncode, err) == (130, "fastprop: interrupted; no partial file was written.\n"), err
     assert os.listdir(out) == []
 
 

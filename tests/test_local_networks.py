@@ -1,4 +1,4 @@
-"""The two-layer local predictors (GCN, GAT) against dense NumPy networks, in patches, on the whole graph, for new points."""
+"""The two-layer local predictors (GCN, GAT) against dense NumPy networks: in patches, on the graph, for new points."""
 
 import numpy as np
 import pytest

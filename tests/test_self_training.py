@@ -1,4 +1,4 @@
-"""Self-training (``pseudo_labels``): the choice of pseudo-labels and the refitted predictor, against slow references."""
+"""Self-training (``pseudo_labels``): the pseudo-labels chosen and the refitted predictor, against slow references."""
 
 import numpy as np
 import pytest
