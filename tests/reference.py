@@ -89,3 +89,17 @@ def numeric_gradients(loss_at, params, eps=1e-6):
             numeric[index] = (up - loss_at(shifted)) / (2 * eps)
         gradients.append(numeric)
     return gradients
+
+
+def assert_own_rows_give_fitted_labels(model, X, y, step):
+    """Every ``step``-th unlabeled fitted sample, given its own graph row as a new point, gets its fitted label."""
+    from numpy.testing import assert_allclose
+    from scipy.special import softmax
+
+    graph = model.graph_
+    for i in np.flatnonzero(np.asarray(y) < 0)[::step]:
+        row = slice(graph.indptr[i], graph.indptr[i + 1])
+        unit = X[i : i + 1] / np.linalg.norm(X[i])
+        logits = model.predictor_.scorer.logits_of_rows(
+            unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
+        assert_allclose(softmax(logits[0]), model.label_distributions_[i], atol=1e-5)

@@ -19,7 +19,7 @@ from fastprop.local_networks import (
     training_problem,
 )
 from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate
-from reference import dense_patch_operator
+from reference import assert_own_rows_give_fitted_labels, dense_patch_operator
 from test_scheduler import slow_propagate
 
 
@@ -191,13 +191,7 @@ def test_fastprop_with_a_network_is_deterministic(fitted):
 
 def test_a_fitted_sample_given_its_own_graph_row_gets_its_label(fitted):
     X, y, _, model = fitted
-    graph = model.graph_
-    for i in np.flatnonzero(y < 0)[::11]:
-        row = slice(graph.indptr[i], graph.indptr[i + 1])
-        unit = X[i : i + 1] / np.linalg.norm(X[i])
-        logits = model.predictor_.scorer.logits_of_rows(
-            unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
-        assert_allclose(softmax(logits[0]), model.label_distributions_[i], atol=1e-5)
+    assert_own_rows_give_fitted_labels(model, X, y, step=11)
     assert model.predict(X[[0, 60, 120]]).tolist() == [0, 1, 2]
 
 

@@ -10,6 +10,7 @@ from scipy.special import softmax
 import fastprop.prediction as prediction
 from fastprop import FastProp
 from fastprop._estimator_protocol import NotFittedError
+from reference import assert_own_rows_give_fitted_labels
 
 
 def clusters(seed=0, n_per_class=50, n_classes=3, dim=8, n_outliers=30):
@@ -63,13 +64,7 @@ def test_new_points_match_a_dense_augmented_graph(fitted):
 
 def test_a_fitted_sample_with_its_own_graph_row_gets_its_transductive_label(fitted):
     X, y, _, model = fitted
-    graph = model.graph_
-    for i in np.flatnonzero(y < 0)[::7]:
-        row = slice(graph.indptr[i], graph.indptr[i + 1])
-        unit = X[i : i + 1] / np.linalg.norm(X[i])
-        logits = model.predictor_.scorer.logits_of_rows(
-            unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
-        assert_allclose(softmax(logits[0]), model.label_distributions_[i], atol=1e-5)
+    assert_own_rows_give_fitted_labels(model, X, y, step=7)
 
 
 def test_exact_neighbours_are_the_cosine_top_k(fitted):
