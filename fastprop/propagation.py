@@ -246,6 +246,7 @@ class _LinearLocalPredictor:
         return smoothed
 
     def scorer(self):
+        """The predictor for new points (:class:`~fastprop.prediction.LinearScorer`)."""
         if len(self.levels) < self.depth:
             self.finish()
         return LinearScorer(self.levels, self.coef, self.bias)
@@ -281,6 +282,7 @@ class _NetworkLocalPredictor:
         return self.whole_graph
 
     def scorer(self):
+        """The network itself, with what the whole graph gave its layers (for new points)."""
         self.finish()
         return self.network
 
