@@ -1,13 +1,11 @@
 """What the two sampled networks (GraphSAGE, FastGCN) share: mini-batches of seeds and Adam.
 
 Both train on shuffled mini-batches of the seeds, drawing a new sample of the
-graph for every batch, and step with the Adam update of
-:mod:`fastprop.baselines.gcn` (same constants, same bias correction).
+graph for every batch, and step with :class:`fastprop.baselines.gcn.Adam`,
+the optimiser of every neural baseline.
 """
 
-import numpy as np
-
-from .gcn import _ADAM_BETAS, _ADAM_EPS
+from .gcn import Adam
 
 
 def seed_batches(seeds, batch_size, rng):
@@ -26,36 +24,6 @@ def seed_batches(seeds, batch_size, rng):
     """
     order = rng.permutation(seeds)
     return [order[begin : begin + batch_size] for begin in range(0, order.size, batch_size)]
-
-
-class Adam:
-    """Adam (Kingma & Ba, 2015) over a list of arrays, updated in place.
-
-    Parameters
-    ----------
-    params : list of ndarray
-        Updated in place by :meth:`step`.
-    learning_rate : float
-    """
-
-    def __init__(self, params, learning_rate):
-        self.params = params
-        self.learning_rate = learning_rate
-        self.first = [np.zeros_like(p) for p in params]
-        self.second = [np.zeros_like(p) for p in params]
-        self.n_steps = 0
-
-    def step(self, gradients):
-        """Move every parameter against its gradient (same order as ``params``)."""
-        beta1, beta2 = _ADAM_BETAS
-        self.n_steps += 1
-        size = self.learning_rate * np.sqrt(1 - beta2**self.n_steps) / (1 - beta1**self.n_steps)
-        for param, grad, m, v in zip(self.params, gradients, self.first, self.second):
-            m *= beta1
-            m += (1 - beta1) * grad
-            v *= beta2
-            v += (1 - beta2) * grad * grad
-            param -= size * m / (np.sqrt(v) + _ADAM_EPS)
 
 
 def train_on_batches(params, seeds, gradients_of, *, batch_size, max_epochs, learning_rate, rng):

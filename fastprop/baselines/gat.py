@@ -27,7 +27,7 @@ from .._kernels.attention import attend, attend_backward_columns, attend_backwar
 from .._validation import check_integer, check_memory
 from ..sharing import ThreadSharingBySize
 from ._common import GraphBaseline, check_training
-from .gcn import _ADAM_BETAS, _ADAM_EPS, _dropout_mask, _flush_tiny, _glorot
+from .gcn import Adam, _dropout_mask, _flush_tiny, _glorot
 
 #: Negative slope of the LeakyReLU of the attention logits, as in the GAT paper.
 _NEGATIVE_SLOPE = 0.2
@@ -269,19 +269,11 @@ def _dropout_masks(rng, inputs, edges, params, rate):
 
 def _train(params, inputs, edges, targets, *, weight_decay, dropout, learning_rate, max_epochs, rng):
     """Adam on :func:`_gat_loss_and_gradients` for ``max_epochs`` full-batch steps."""
-    beta1, beta2 = _ADAM_BETAS
-    first = [np.zeros_like(p) for p in params]
-    second = [np.zeros_like(p) for p in params]
-    for epoch in range(1, max_epochs + 1):
+    optimiser = Adam(params, learning_rate)
+    for _ in range(max_epochs):
         masks = _dropout_masks(rng, inputs, edges, params, dropout)
         _, gradients = _gat_loss_and_gradients(params, inputs, edges, targets, weight_decay, masks)
-        step = learning_rate * np.sqrt(1 - beta2**epoch) / (1 - beta1**epoch)
-        for param, grad, m, v in zip(params, gradients, first, second):
-            m *= beta1
-            m += (1 - beta1) * grad
-            v *= beta2
-            v += (1 - beta2) * grad * grad
-            param -= step * m / (np.sqrt(v) + _ADAM_EPS)
+        optimiser.step(gradients)
     return params
 
 

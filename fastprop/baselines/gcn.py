@@ -125,25 +125,47 @@ def _training_problem(adjacency, features, seeds):
     return adjacency[field] @ features, seed_rows[:, field].tocsr()
 
 
+class Adam:
+    """Adam (Kingma & Ba, 2015) over a list of arrays, updated in place; every neural baseline's optimiser.
+
+    Parameters
+    ----------
+    params : list of ndarray
+        Updated in place by :meth:`step`.
+    learning_rate : float
+    """
+
+    def __init__(self, params, learning_rate):
+        self.params = params
+        self.learning_rate = learning_rate
+        self.first = [np.zeros_like(p) for p in params]
+        self.second = [np.zeros_like(p) for p in params]
+        self.n_steps = 0
+
+    def step(self, gradients):
+        """Move every parameter against its gradient (same order as ``params``), with bias correction."""
+        beta1, beta2 = _ADAM_BETAS
+        self.n_steps += 1
+        size = self.learning_rate * np.sqrt(1 - beta2**self.n_steps) / (1 - beta1**self.n_steps)
+        for param, grad, m, v in zip(self.params, gradients, self.first, self.second):
+            m *= beta1
+            m += (1 - beta1) * grad
+            v *= beta2
+            v += (1 - beta2) * grad * grad
+            param -= size * m / (np.sqrt(v) + _ADAM_EPS)
+
+
 def _train(params, inputs, propagation, targets, *, weight_decay, dropout, learning_rate, max_epochs, rng):
     """Adam on :func:`_gcn_loss_and_gradients` for ``max_epochs`` full-batch steps."""
-    beta1, beta2 = _ADAM_BETAS
-    first = [np.zeros_like(p) for p in params]
-    second = [np.zeros_like(p) for p in params]
+    optimiser = Adam(params, learning_rate)
     dtype = inputs.dtype.type
-    for epoch in range(1, max_epochs + 1):
+    for _ in range(max_epochs):
         masks = (
             _dropout_mask(rng, inputs.shape, dropout, dtype),
             _dropout_mask(rng, (inputs.shape[0], params[0].shape[1]), dropout, dtype),
         )
         _, gradients = _gcn_loss_and_gradients(params, inputs, propagation, targets, weight_decay, masks)
-        step = learning_rate * np.sqrt(1 - beta2**epoch) / (1 - beta1**epoch)
-        for param, grad, m, v in zip(params, gradients, first, second):
-            m *= beta1
-            m += (1 - beta1) * grad
-            v *= beta2
-            v += (1 - beta2) * grad * grad
-            param -= step * m / (np.sqrt(v) + _ADAM_EPS)
+        optimiser.step(gradients)
     return params
 
 
