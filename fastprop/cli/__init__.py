@@ -240,8 +240,8 @@ def build_parser():
                            help="CSV of index,label lines (optional header) for unlabeled samples "
                                 "whose truth is known, labels like the seeds' (the --unlabeled "
                                 "marker or an empty label = a known outlier); the outlier threshold "
-                                "is then the one that maximises accuracy on them, and "
-                                "--outlier-threshold is ignored")
+                                "is then the one that maximises accuracy on them (smoothed over "
+                                "nearby thresholds), and --outlier-threshold is ignored")
     propagate.add_argument("--outlier-threshold", type=outlier_threshold, default="auto",
                            metavar="{auto,none,FLOAT}",
                            help="samples whose confidence is below it are outliers: 'auto' "
@@ -348,6 +348,13 @@ def main(argv=None):
         _raise_if_interrupted()
         return status
     except KeyboardInterrupt:
+        sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
+        return EXIT_INTERRUPTED
+    except Exception:
+        # A Ctrl-C inside an extension module's initialisation reaches us as the error it made the
+        # import fail with (an ImportError or SystemError), not as a KeyboardInterrupt.
+        if not _INTERRUPTED.is_set():
+            raise
         sys.stderr.write("fastprop: interrupted; no partial file was written.\n")
         return EXIT_INTERRUPTED
     except _Terminated:
