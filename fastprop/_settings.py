@@ -52,6 +52,7 @@ def check_settings(model):
     check_choice("confnet_features", model.confnet_features, ("structure", "embedding"))
     check_choice("labels", model.labels, ("graph", "views"))
     check_choice("graph_method", model.graph_method, ("auto", "exact", "hnsw"))
+    check_choice("validation_rule", model.validation_rule, ("smoothed", "max"))
     check_unlabeled(model.unlabeled)
     check_bool("verbose", model.verbose)
     if model.progress is not None and not callable(model.progress):

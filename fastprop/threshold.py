@@ -14,13 +14,17 @@ A prediction is *correct at threshold t* when
 import numbers
 
 import numpy as np
+from scipy.special import expit
 
 from ._validation import check_scores
 
-__all__ = ["choose_threshold", "accuracy_with_rejection", "automatic_threshold", "otsu_threshold"]
+__all__ = ["choose_threshold", "smoothed_threshold", "accuracy_with_rejection", "automatic_threshold", "otsu_threshold"]
 
 #: The confidence sources of ``FastProp(confidence=...)``.
 CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
+#: The thresholds :func:`smoothed_threshold` scores, and how many validation samples it smooths at a time.
+SMOOTHING_GRID = np.linspace(0.0, 1.0, 1025)
+SMOOTHING_BLOCK = 4096
 #: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
 REJECT_ALL = float(np.nextafter(1.0, 2.0))
 
@@ -131,6 +135,72 @@ def choose_threshold(confidence, predicted, truth):
     return float(middle) if low < middle <= high else float(high)
 
 
+def smoothing_bandwidth(confidence):
+    """Silverman's rule of thumb on ``confidence``: ``0.9 min(sd, IQR / 1.349) n^(-1/5)``.
+
+    The IQR term is dropped when it is 0 (more than half the values equal);
+    0 for fewer than two values or when all are equal.
+    """
+    confidence = np.asarray(confidence, dtype=np.float64)
+    if confidence.size < 2 or confidence.min() == confidence.max():
+        return 0.0
+    spread = confidence.std(ddof=1)
+    low, high = np.quantile(confidence, [0.25, 0.75])
+    if high > low:
+        spread = min(spread, (high - low) / 1.349)
+    return float(0.9 * spread * confidence.size ** -0.2)
+
+
+def smoothed_threshold(confidence, predicted, truth):
+    """The ``o_tau`` that maximises the validation accuracy smoothed over the threshold.
+
+    :func:`choose_threshold` takes the best of a step function that a few
+    tens of validation samples draw: where it peaks depends on which
+    samples were drawn. Here each sample's step ``1[c_i >= t]`` becomes a
+    logistic ramp ``sigmoid((c_i - t) / h)`` of Silverman's bandwidth ``h``
+    (:func:`smoothing_bandwidth` of the validation confidences), so the
+    accuracy a threshold earns is shared with the thresholds near it, and
+    the maximum of the smoothed accuracy
+
+    ``sum_i [sigmoid((c_i - t) / h) (right_i - outlier_i) + outlier_i]``
+
+    is taken on a grid of 1025 thresholds on [0, 1], with ``-inf`` (reject
+    nothing) and ``+inf`` (reject everything) as the ends; the lowest of
+    equal maxima. With ``h = 0`` (fewer than two samples, or all of one
+    confidence) it is :func:`choose_threshold`. The confidence is read on
+    [0, 1] (FastProp's and every baseline's).
+
+    Measured against :func:`choose_threshold` as FastProp's final threshold
+    (bench/RESULTS.md, issue #16; 5 task seeds, three data sets, 0.5 / 1 / 5%
+    seeds, 10-50% outliers): +0.47 points of accuracy on average, 22 of 27
+    cells better.
+
+    Parameters
+    ----------
+    confidence, predicted, truth : array_like of shape (n_samples,)
+        As for :func:`choose_threshold`.
+
+    Returns
+    -------
+    float
+    """
+    scores, predicted, truth = check_scores(confidence, predicted, truth)
+    bandwidth = smoothing_bandwidth(scores)
+    if bandwidth <= 0:
+        return choose_threshold(scores, predicted, truth)
+    # Accepting sample i instead of rejecting it changes the count of right answers by this much.
+    worth = (predicted == truth).astype(np.float64) - (truth == -1)
+    keep = worth != 0
+    scores, worth = scores[keep], worth[keep]
+    smoothed = np.zeros(SMOOTHING_GRID.size)
+    for begin in range(0, scores.size, SMOOTHING_BLOCK):
+        block = slice(begin, begin + SMOOTHING_BLOCK)
+        ramps = expit((scores[None, block] - SMOOTHING_GRID[:, None]) / bandwidth)
+        smoothed += ramps @ worth[block]
+    candidates = np.r_[-np.inf, SMOOTHING_GRID, np.inf]
+    return float(candidates[int(np.argmax(np.r_[worth.sum(), smoothed, 0.0]))])
+
+
 def otsu_threshold(confidence, n_bins=256):
     """Otsu's split of a confidence histogram on [0, 1].
 
@@ -185,7 +255,7 @@ def final_confidence(source, multiview, confnet, labeled):
     return np.clip(final, 0.0, 1.0)
 
 
-def fitted_threshold(setting, confidence, predicted, unlabeled, validation):
+def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule="smoothed"):
     """The ``o_tau`` a fit uses.
 
     Parameters
@@ -198,8 +268,10 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation):
     unlabeled : ndarray of int
         Indices of the unlabeled samples (the ones ``"auto"`` looks at).
     validation : (indices, encoded truth) or None
-        When given, the threshold that maximises accuracy on it
-        (:func:`choose_threshold`) wins over ``setting``.
+        When given, the threshold that maximises accuracy on it wins over ``setting``.
+    rule : {"smoothed", "max"}
+        ``FastProp(validation_rule=...)``: how the validation accuracy is
+        maximised (:func:`smoothed_threshold` or :func:`choose_threshold`).
 
     Returns
     -------
@@ -210,7 +282,8 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation):
     """
     if validation is not None:
         indices, truth = validation
-        return min(max(float(choose_threshold(confidence[indices], predicted[indices], truth)), 0.0), REJECT_ALL)
+        choose = smoothed_threshold if rule == "smoothed" else choose_threshold
+        return min(max(float(choose(confidence[indices], predicted[indices], truth)), 0.0), REJECT_ALL)
     if setting is None:
         return 0.0
     if isinstance(setting, str):

@@ -7,6 +7,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import FastProp, build_knn_graph
+from fastprop.threshold import REJECT_ALL, choose_threshold, smoothed_threshold
 from threads import run_on_threads
 
 
@@ -105,6 +106,18 @@ def test_validation_chooses_the_threshold():
     assert accuracy == 1.0
 
 
+@pytest.mark.parametrize("rule, choose", [("smoothed", smoothed_threshold), ("max", choose_threshold)])
+def test_validation_rule_chooses_on_the_final_confidence(rule, choose):
+    X, y, truth = two_clusters_and_outliers(seed=5)
+    validation = np.flatnonzero(y < 0)[::4]
+    model = FastProp(n_neighbors=8, random_state=0, validation_rule=rule).fit(
+        X, y, validation=(validation, truth[validation]))
+    fitted_class = model.label_distributions_.argmax(axis=1)
+    encoded = np.where(truth < 0, -1, np.searchsorted(model.classes_, truth))  # labels 3 and 8 are classes 0 and 1
+    expected = choose(model.confidence_[validation], fitted_class[validation], encoded[validation])
+    assert model.outlier_threshold_ == min(max(expected, 0.0), REJECT_ALL)
+
+
 def test_fixed_and_disabled_threshold():
     X, y, _ = two_clusters_and_outliers(seed=4)
     never = FastProp(n_neighbors=8, random_state=0, outlier_threshold=None).fit(X, y)
@@ -167,6 +180,7 @@ def test_isolated_vertices_and_components():
         ({"confidence": "gt"}, "confidence='gt' is not supported"),
         ({"outlier_threshold": "otsu"}, "outlier_threshold='otsu' is not supported"),
         ({"outlier_threshold": 2.0}, r"outlier_threshold=2.0 is out of range"),
+        ({"validation_rule": "best"}, "validation_rule='best' is not supported"),
         ({"predictor_depth": -1}, "predictor_depth=-1 is out of range"),
         ({"random_state": "x"}, "random_state must be"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),

@@ -153,6 +153,18 @@ def test_fastprop_with_provisional_classes_ranks_unseeded_clusters_lower():
     assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.9
 
 
+def test_the_validation_rule_changes_the_final_threshold_only():
+    """The provisional classes go to the samples the paper's rule rejects, whatever the rule."""
+    X, y, truth = clusters(n_per=80)
+    # A draw on which the two rules disagree: identifying by the smoothed one would make 3 classes, not 4.
+    known = np.sort(np.random.default_rng(3).choice(np.flatnonzero(y < 0), size=16, replace=False))
+    fits = [FastProp(n_neighbors=10, random_state=0, validation_rule=rule).fit(X, y, validation=(known, truth[known]))
+            for rule in ("smoothed", "max")]
+    assert fits[0].n_provisional_classes_ == fits[1].n_provisional_classes_ > 0
+    assert_array_equal(fits[0].confidence_, fits[1].confidence_)
+    assert_array_equal(fits[0].label_distributions_, fits[1].label_distributions_)
+
+
 def test_no_rejection_means_the_paper_path():
     X, y, _ = clusters()
     with_classes = FastProp(n_neighbors=10, random_state=0, outlier_threshold=None).fit(X, y)

@@ -1,6 +1,7 @@
 """Tests of the noisy transductive protocol and of the outlier threshold rule."""
 
 import math
+import statistics
 import warnings
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from fastprop.evaluation.protocol import NoisyTask, evaluate, make_noisy_task, outlier_auroc
-from fastprop.threshold import accuracy_with_rejection, choose_threshold
+from fastprop.threshold import accuracy_with_rejection, choose_threshold, smoothed_threshold, smoothing_bandwidth
 
 
 def _pool(seed=0, n_classes=30, n_background=300):
@@ -204,6 +205,77 @@ def test_choose_threshold_matches_brute_force(seed):
     expected, best = _naive_threshold(confidence, predicted, truth)
     assert threshold == pytest.approx(expected, rel=1e-12, abs=0)
     assert accuracy_with_rejection(confidence, predicted, truth, threshold) == best / n
+
+
+def _naive_smoothed_threshold(confidence, predicted, truth):
+    """Reference for smoothed_threshold: Silverman's bandwidth and the smoothed accuracy, one term at a time."""
+    n = len(confidence)
+    quartiles = statistics.quantiles(confidence, n=4, method="inclusive")
+    spread = statistics.stdev(confidence)
+    if quartiles[2] > quartiles[0]:
+        spread = min(spread, (quartiles[2] - quartiles[0]) / 1.349)
+    bandwidth = 0.9 * spread * n ** -0.2
+    grid = [k / 1024 for k in range(1025)]
+    scores = [sum(p == g for p, g in zip(predicted, truth))]  # -inf: every sample accepted
+    for t in grid:
+        score = 0.0
+        for c, p, g in zip(confidence, predicted, truth):
+            accepted = 1 / (1 + math.exp(-(c - t) / bandwidth))
+            score += accepted * (p == g) + (1 - accepted) * (g == -1)
+        scores.append(score)
+    scores.append(sum(g == -1 for g in truth))  # +inf: every sample rejected
+    best = max(scores)
+    first = next(k for k, score in enumerate(scores) if score >= best - 1e-9)
+    return ([-math.inf] + grid + [math.inf])[first]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_smoothed_threshold_matches_a_term_by_term_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    truth = rng.integers(-1, 3, size=n)
+    # Outliers lower on average, as a useful confidence has them.
+    confidence = np.clip(rng.normal(np.where(truth < 0, 0.35, 0.7), 0.2), 0, 1)
+    predicted = np.where(rng.random(n) < 0.7, np.maximum(truth, 0), rng.integers(0, 3, size=n))
+    threshold = smoothed_threshold(confidence, predicted, truth)
+    assert threshold == _naive_smoothed_threshold(list(confidence), list(predicted), list(truth))
+
+
+def test_smoothed_threshold_bandwidth_is_silverman():
+    confidence = np.array([0.1, 0.2, 0.2, 0.4, 0.9, 0.95])
+    spread = min(np.std(confidence, ddof=1), (np.quantile(confidence, 0.75) - np.quantile(confidence, 0.25)) / 1.349)
+    assert smoothing_bandwidth(confidence) == pytest.approx(0.9 * spread * 6 ** -0.2, rel=1e-12)
+    assert smoothing_bandwidth([0.5]) == 0.0 and smoothing_bandwidth([0.3, 0.3, 0.3]) == 0.0
+    # More than half equal: the interquartile range is 0 and the standard deviation is used alone.
+    tied = np.array([0.5, 0.5, 0.5, 0.5, 0.9])
+    assert smoothing_bandwidth(tied) == pytest.approx(0.9 * np.std(tied, ddof=1) * 5 ** -0.2, rel=1e-12)
+
+
+def test_smoothed_threshold_ends_and_degenerate_cases():
+    # Every prediction right: rejecting nothing. Every sample an outlier: rejecting everything.
+    assert smoothed_threshold([0.2, 0.5, 0.9], [0, 1, 1], [0, 1, 1]) == -np.inf
+    assert smoothed_threshold([0.2, 0.5, 0.9], [0, 1, 1], [-1, -1, -1]) == np.inf
+    # One confidence for all (bandwidth 0): the exact rule.
+    args = ([0.4, 0.4, 0.4], [0, 0, 1], [-1, -1, 1])
+    assert smoothed_threshold(*args) == choose_threshold(*args)
+
+
+def test_smoothed_threshold_ignores_a_lone_spike():
+    """The exact rule follows three validation samples onto a spike; the smoothed one stays off it.
+
+    Outliers below 0.45 and right answers above, except three outliers at
+    0.78-0.80 with only two right answers (0.55, 0.65) below them: rejecting
+    below 0.81 is right on 38 of these 40 samples, one more than below 0.5,
+    but a threshold a little above 0.81 would reject the 18 right answers at
+    0.82-0.99.
+    """
+    outliers = list(np.linspace(0.05, 0.45, 17)) + [0.78, 0.79, 0.80]
+    right = [0.55, 0.65] + list(np.linspace(0.82, 0.99, 18))
+    confidence = np.array(outliers + right)
+    truth = np.r_[np.full(20, -1), np.zeros(20, dtype=int)]
+    predicted = np.zeros(40, dtype=int)
+    assert choose_threshold(confidence, predicted, truth) == pytest.approx(0.81)
+    assert 0.45 < smoothed_threshold(confidence, predicted, truth) < 0.7
 
 
 def test_choose_threshold_tie_rule_takes_the_lowest_plateau_midpoint():
