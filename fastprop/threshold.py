@@ -3,7 +3,8 @@
 Yang et al. (ECCV 2020, Sec. 4.1) reject a sample as an outlier when its
 confidence is below a threshold ``o_tau`` picked on a small validation set.
 This module holds that rule, so that the estimator and the evaluation protocol
-share it, and the accuracy it maximises.
+share it, the accuracy it maximises, the smoothed version of it that FastProp
+uses for its final threshold, and the rule without a validation set.
 
 A prediction is *correct at threshold t* when
 
@@ -18,7 +19,8 @@ from scipy.special import expit
 
 from ._validation import check_scores
 
-__all__ = ["choose_threshold", "smoothed_threshold", "accuracy_with_rejection", "automatic_threshold", "otsu_threshold"]
+__all__ = ["choose_threshold", "smoothed_threshold", "smoothing_bandwidth", "accuracy_with_rejection",
+           "automatic_threshold", "otsu_threshold"]
 
 #: The confidence sources of ``FastProp(confidence=...)``.
 CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
