@@ -321,9 +321,10 @@ def test_choose_threshold_midpoint_of_adjacent_floats_stays_in_interval():
         ((["a"], [0], [0]), r"confidence must hold real numbers"),
     ],
 )
-def test_choose_threshold_rejects_bad_input(args, match):
+@pytest.mark.parametrize("rule", [choose_threshold, smoothed_threshold])
+def test_threshold_rules_reject_bad_input(rule, args, match):
     with pytest.raises(ValueError, match=match):
-        choose_threshold(*args)
+        rule(*args)
 
 
 def test_accuracy_with_rejection_rejects_nan_threshold():
