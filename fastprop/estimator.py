@@ -24,7 +24,7 @@ from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
 from .graph import fit_graph
-from .novelty import provisional_class_confidence
+from .novelty import known_class_weight, provisional_class_confidence
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
@@ -162,8 +162,11 @@ class FastProp(TransductiveEstimator):
         own (:mod:`fastprop.novelty`): as many provisional seeds as the seeds'
         density gives them, placed farthest-first in SGC space; a softmax over
         the known and the provisional classes then competes for every sample,
-        the final confidence becomes the mean of the first one and the largest
-        known-class probability, and the threshold is chosen again. Nothing
+        the final confidence becomes a weighted mean of the first one and the
+        largest known-class probability (weight
+        :func:`fastprop.novelty.known_class_weight`: 0.5 without a validation
+        set, ``min(1, 2 x`` its share of outliers``)`` with one), and the
+        threshold is chosen again. Nothing
         changes when the first threshold rejects no sample (e.g. no
         outliers) or too few to earn a class. Measured with a validation
         threshold against the same labels without them (bench/RESULTS.md, 5
@@ -442,7 +445,8 @@ class FastProp(TransductiveEstimator):
                 l2=float(self.predictor_l2), rng=rng, known_outliers=known_outliers,
             )
             if known is not None:
-                final = np.clip(0.5 * (final + known), 0.0, 1.0)
+                weight = known_class_weight(None if validation is None else np.mean(validation[1] < 0))
+                final = np.clip((1.0 - weight) * final + weight * known, 0.0, 1.0)
                 final[labeled] = 1.0
                 final[known_outliers] = 0.0
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,

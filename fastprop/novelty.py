@@ -36,6 +36,23 @@ MAX_SEEDS = 2_000
 COLUMN_BLOCK = 16
 
 
+def known_class_weight(outlier_share):
+    """Weight of the known-class confidence in FastProp's final confidence (the rest is the paper's).
+
+    The known-class confidence says how much of a sample the known classes
+    claim against the provisional ones; it is worth most when many outliers
+    were identified to build those from. With a validation set, whose share
+    of known outliers estimates the outlier share of the unlabeled samples,
+    the weight is ``min(1, 2 * outlier_share)`` (the mean at 25% outliers);
+    without one (``outlier_share=None``) it is 0.5, the mean. Measured
+    (bench/RESULTS.md, issue #16): weights 0.5 / 0.75 / 1 at 1% seeds, then
+    this rule at 0.5%, 1% and 5% seeds.
+    """
+    if outlier_share is None:
+        return 0.5
+    return min(1.0, 2.0 * float(outlier_share))
+
+
 def n_provisional_classes(n_identified, n_seeds, n_samples):
     """How many provisional classes ``n_identified`` rejected samples get.
 

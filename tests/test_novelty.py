@@ -12,6 +12,7 @@ from fastprop.novelty import (
     MAX_PROVISIONAL,
     farthest_first,
     known_class_confidence,
+    known_class_weight,
     n_provisional_classes,
     provisional_class_confidence,
 )
@@ -163,6 +164,40 @@ def test_the_validation_rule_changes_the_final_threshold_only():
     assert fits[0].n_provisional_classes_ == fits[1].n_provisional_classes_ > 0
     assert_array_equal(fits[0].confidence_, fits[1].confidence_)
     assert_array_equal(fits[0].label_distributions_, fits[1].label_distributions_)
+
+
+def test_known_class_weight_follows_the_validation_outlier_share():
+    assert known_class_weight(None) == 0.5  # no validation set: the mean
+    assert known_class_weight(0.0) == 0.0
+    assert known_class_weight(0.1) == pytest.approx(0.2)
+    assert known_class_weight(0.25) == 0.5
+    assert known_class_weight(0.5) == known_class_weight(0.8) == 1.0
+
+
+@pytest.mark.parametrize("with_validation", [True, False])
+def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_validation):
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(n_per=80)
+    rng = np.random.default_rng(2)
+    known = rng.random(X.shape[0])
+
+    def fixed_known(*args, **kwargs):
+        return known.copy(), 3
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", fixed_known)
+    validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=20, replace=False))
+    if with_validation:
+        model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+        weight = min(1.0, 2 * np.mean(truth[validation] < 0))
+    else:
+        model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=0.5).fit(X, y)
+        weight = 0.5
+    assert 0 < weight <= 1
+    unlabeled = y < 0
+    paper = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
+    expected = np.clip((1 - weight) * paper + weight * known, 0, 1)
+    assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
 
 
 def test_no_rejection_means_the_paper_path():
