@@ -445,7 +445,9 @@ class FastProp(TransductiveEstimator):
                 l2=float(self.predictor_l2), rng=rng, known_outliers=known_outliers,
             )
             if known is not None:
-                weight = known_class_weight(None if validation is None else np.mean(validation[1] < 0))
+                # A validation set with no outlier says nothing here: the step ran for annotated outliers.
+                has_outliers = validation is not None and np.any(validation[1] < 0)
+                weight = known_class_weight(np.mean(validation[1] < 0) if has_outliers else None)
                 final = np.clip((1.0 - weight) * final + weight * known, 0.0, 1.0)
                 final[labeled] = 1.0
                 final[known_outliers] = 0.0

@@ -44,7 +44,8 @@ def known_class_weight(outlier_share):
     were identified to build those from. With a validation set, whose share
     of known outliers estimates the outlier share of the unlabeled samples,
     the weight is ``min(1, 2 * outlier_share)`` (the mean at 25% outliers);
-    without one (``outlier_share=None``) it is 0.5, the mean. Measured
+    without one, or with one that holds no outlier (the step then ran for
+    annotated outliers; ``outlier_share=None``), it is 0.5, the mean. Measured
     (bench/RESULTS.md, issue #16): weights 0.5 / 0.75 / 1 at 1% seeds, then
     this rule at 0.5%, 1% and 5% seeds.
     """

@@ -174,7 +174,7 @@ def test_known_class_weight_follows_the_validation_outlier_share():
     assert known_class_weight(0.5) == known_class_weight(0.8) == 1.0
 
 
-@pytest.mark.parametrize("with_validation", [True, False])
+@pytest.mark.parametrize("with_validation", [True, False, "no outlier in it"])
 def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_validation):
     import fastprop.estimator as estimator
 
@@ -187,14 +187,20 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
 
     monkeypatch.setattr(estimator, "provisional_class_confidence", fixed_known)
     validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=20, replace=False))
-    if with_validation:
+    if with_validation == "no outlier in it":  # the step runs for an annotated outlier
+        in_class = validation[truth[validation] >= 0]
+        outlier = np.flatnonzero(truth < 0)[0]
+        model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(in_class, truth[in_class]),
+                                                             outliers=[outlier])
+        weight = 0.5
+    elif with_validation:
         model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
         weight = min(1.0, 2 * np.mean(truth[validation] < 0))
     else:
         model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=0.5).fit(X, y)
         weight = 0.5
     assert 0 < weight <= 1
-    unlabeled = y < 0
+    unlabeled = (y < 0) & ~np.isin(np.arange(len(y)), model.known_outliers_)
     paper = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
     expected = np.clip((1 - weight) * paper + weight * known, 0, 1)
     assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
