@@ -445,9 +445,7 @@ class FastProp(TransductiveEstimator):
                 l2=float(self.predictor_l2), rng=rng, known_outliers=known_outliers,
             )
             if known is not None:
-                # A validation set with no outlier says nothing here: the step ran for annotated outliers.
-                has_outliers = validation is not None and np.any(validation[1] < 0)
-                weight = known_class_weight(np.mean(validation[1] < 0) if has_outliers else None)
+                weight = known_class_weight(None if validation is None else validation[1])
                 final = np.clip((1.0 - weight) * final + weight * known, 0.0, 1.0)
                 final[labeled] = 1.0
                 final[known_outliers] = 0.0

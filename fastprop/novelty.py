@@ -36,22 +36,27 @@ MAX_SEEDS = 2_000
 COLUMN_BLOCK = 16
 
 
-def known_class_weight(outlier_share):
+def known_class_weight(validation_truth):
     """Weight of the known-class confidence in FastProp's final confidence (the rest is the paper's).
 
     The known-class confidence says how much of a sample the known classes
     claim against the provisional ones; it is worth most when many outliers
-    were identified to build those from. With a validation set, whose share
-    of known outliers estimates the outlier share of the unlabeled samples,
-    the weight is ``min(1, 2 * outlier_share)`` (the mean at 25% outliers);
-    without one, or with one that holds no outlier (the step then ran for
-    annotated outliers; ``outlier_share=None``), it is 0.5, the mean. Measured
-    (bench/RESULTS.md, issue #16): weights 0.5 / 0.75 / 1 at 1% seeds, then
-    this rule at 0.5%, 1% and 5% seeds.
+    were identified to build those from. A validation set's share of known
+    outliers estimates the outlier share of the unlabeled samples, and the
+    weight is ``min(1, 2 * share)`` (the mean at 25% outliers). Without a
+    validation set, or with one that holds no outlier (the provisional step
+    then ran for annotated outliers, and a share of 0 would discard them), it
+    is 0.5, the mean. Measured (bench/RESULTS.md, issue #16): weights 0.5 /
+    0.75 / 1 at 1% seeds, then this rule at 0.5%, 1% and 5% seeds.
+
+    Parameters
+    ----------
+    validation_truth : ndarray of int or None
+        Encoded truth of the validation samples (-1 for a known outlier).
     """
-    if outlier_share is None:
+    if validation_truth is None or not np.any(validation_truth < 0):
         return 0.5
-    return min(1.0, 2.0 * float(outlier_share))
+    return min(1.0, 2.0 * float(np.mean(validation_truth < 0)))
 
 
 def n_provisional_classes(n_identified, n_seeds, n_samples):

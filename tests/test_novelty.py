@@ -167,11 +167,14 @@ def test_the_validation_rule_changes_the_final_threshold_only():
 
 
 def test_known_class_weight_follows_the_validation_outlier_share():
+    def truth(n_outliers, n=20):
+        return np.r_[np.full(n_outliers, -1), np.zeros(n - n_outliers, dtype=int)]
+
     assert known_class_weight(None) == 0.5  # no validation set: the mean
-    assert known_class_weight(0.0) == 0.0
-    assert known_class_weight(0.1) == pytest.approx(0.2)
-    assert known_class_weight(0.25) == 0.5
-    assert known_class_weight(0.5) == known_class_weight(0.8) == 1.0
+    assert known_class_weight(truth(0)) == 0.5  # none of its samples an outlier: it says nothing
+    assert known_class_weight(truth(2)) == pytest.approx(0.2)
+    assert known_class_weight(truth(5)) == 0.5
+    assert known_class_weight(truth(10)) == known_class_weight(truth(16)) == 1.0
 
 
 @pytest.mark.parametrize("with_validation", [True, False, "no outlier in it"])
