@@ -8,6 +8,7 @@ from scipy.special import softmax
 from fastprop import FastProp, build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.novelty import (
+    blended_confidence,
     COLUMN_BLOCK,
     MAX_PROVISIONAL,
     farthest_first,
@@ -139,19 +140,25 @@ def test_fastprop_with_provisional_classes_ranks_unseeded_clusters_lower():
     unlabeled = np.flatnonzero(y < 0)
     rng = np.random.default_rng(1)
     known = np.sort(rng.choice(unlabeled, size=16, replace=False))
-    auroc = {}
+    auroc, rejected = {}, {}
     for provisional in (False, True):
-        model = FastProp(n_neighbors=10, random_state=0, provisional_classes=provisional).fit(
-            X, y, validation=(known, truth[known])
-        )
-        assert np.all(np.isfinite(model.confidence_))
-        assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
-        assert (model.n_provisional_classes_ > 0) == provisional
-        assert_array_equal(model.transduction_[y >= 0], y[y >= 0])
-        auroc[provisional] = outlier_auroc(model.confidence_[unlabeled], truth[unlabeled])
-    assert auroc[True] >= auroc[False] > 0.95
-    assert np.mean(model.transduction_[truth == -1] == -1) > 0.9
-    assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.9
+        for validation in (None, (known, truth[known])):
+            model = FastProp(n_neighbors=10, random_state=0, provisional_classes=provisional).fit(
+                X, y, validation=validation
+            )
+            assert np.all(np.isfinite(model.confidence_))
+            assert np.all((model.confidence_ >= 0) & (model.confidence_ <= 1))
+            assert (model.n_provisional_classes_ > 0) == provisional
+            assert_array_equal(model.transduction_[y >= 0], y[y >= 0])
+            assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.9
+            key = (provisional, validation is not None)
+            auroc[key] = outlier_auroc(model.confidence_[unlabeled], truth[unlabeled])
+            rejected[key] = np.mean(model.transduction_[truth == -1] == -1)
+    # Without a validation set the known-class confidence joins the paper's: the unseeded cluster ranks lower.
+    assert auroc[True, False] > auroc[False, False] > 0.95
+    # With one, the threshold chosen on it rejects the unseeded cluster (the paper's confidence: 89% of it).
+    assert auroc[True, True] > 0.99 and auroc[False, True] > 0.99
+    assert rejected[True, True] > 0.95 > rejected[False, True]
 
 
 def test_the_validation_rule_changes_the_final_threshold_only():
@@ -204,9 +211,50 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
         weight = 0.5
     assert 0 < weight <= 1
     unlabeled = (y < 0) & ~np.isin(np.arange(len(y)), model.known_outliers_)
-    paper = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
-    expected = np.clip((1 - weight) * paper + weight * known, 0, 1)
+    if with_validation:  # the rest is the largest label probability where a patch reached the sample
+        rest = np.where(model.view_count_ > 0, model.label_distributions_.max(axis=1),
+                        0.5 * (model.multiview_confidence_ + model.confnet_confidence_))
+    else:  # the paper's confidence
+        rest = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
+    expected = np.clip((1 - weight) * rest + weight * known, 0, 1)
     assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
+
+
+def test_blended_confidence_by_hand():
+    first = np.array([0.9, 0.2, 0.6])
+    known = np.array([0.1, 0.8, 1.0])
+    probability = np.array([0.5, 0.4, 0.3])
+    reached = np.array([True, True, False])
+    # No validation set: the paper's confidence, half and half with the known-class one when there is one.
+    assert_array_equal(blended_confidence(first, None, probability, reached, None), first)
+    assert_allclose(blended_confidence(first, known, probability, reached, None), [0.5, 0.5, 0.8], rtol=0, atol=1e-15)
+    # A validation set with 1 outlier in 10: weight 0.2 on the known-class confidence, 0.8 on the probability
+    # where a patch reached the sample, on the paper's confidence where none did.
+    truth = np.r_[-1, np.zeros(9, dtype=int)]
+    assert_allclose(blended_confidence(first, known, probability, reached, truth), [0.42, 0.48, 0.68],
+                    rtol=0, atol=1e-15)
+    # ... and that alone when no provisional class was due.
+    assert_array_equal(blended_confidence(first, None, probability, reached, truth), [0.5, 0.4, 0.6])
+    # Half of it outliers or more: the known-class confidence alone.
+    assert_array_equal(blended_confidence(first, known, probability, reached, np.r_[-1, 0]), known)
+
+
+def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_label_probability(monkeypatch):
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(n_per=80)
+    monkeypatch.setattr(estimator, "provisional_class_confidence", lambda *args, **kwargs: (None, 0))
+    validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+    assert model.n_provisional_classes_ == 0
+    unlabeled = y < 0
+    assert np.all(model.view_count_[unlabeled] > 0)  # every sample reached: the label probability everywhere
+    assert_array_equal(model.confidence_[unlabeled], model.label_distributions_[unlabeled].max(axis=1))
+    assert np.all(model.confidence_[~unlabeled] == 1.0)
+    paper = FastProp(n_neighbors=10, random_state=0, provisional_classes=False).fit(
+        X, y, validation=(validation, truth[validation]))
+    assert_allclose(paper.confidence_[unlabeled],
+                    0.5 * (paper.multiview_confidence_ + paper.confnet_confidence_)[unlabeled], rtol=0, atol=1e-15)
 
 
 def test_no_rejection_means_the_paper_path():
