@@ -260,7 +260,7 @@ def main(argv=None):
         if "confidence" in args.parts and args.noise > 0:
             runner = make_runner(X, y, args, seed, 0.0)  # same classes and seeds: drawn first
             record("confidence", "GT (0% noise: no outliers)", {})
-        del runner
+        runner = None  # this seed's graph and task are freed before the next seed's are built
 
     rows = {part: [summarise(label, results, extras[(p, label)])
                    for (p, label), results in collected.items() if p == part] for part in args.parts}
