@@ -257,7 +257,7 @@ def final_confidence(source, multiview, confnet, labeled):
     return np.clip(final, 0.0, 1.0)
 
 
-def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule="smoothed"):
+def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule):
     """The ``o_tau`` a fit uses.
 
     Parameters
