@@ -444,8 +444,8 @@ class FastProp(TransductiveEstimator):
         clock = time.perf_counter()
         notify("provisional")
         self.n_provisional_classes_ = 0
+        known = None
         if self.provisional_classes and self.confidence != "random":
-            known = None
             if identifying > 0 or known_outliers.size:
                 known, self.n_provisional_classes_ = provisional_class_confidence(
                     context.walk, features, context.row_scale, seed_class, classes.size,
@@ -453,11 +453,11 @@ class FastProp(TransductiveEstimator):
                     l2=float(self.predictor_l2), rng=rng, known_outliers=known_outliers,
                 )
             final = blended_confidence(final, known, found.distributions.max(axis=1), found.state.view_count > 0,
-                                       None if validation is None else validation[1])
+                                       None if validation is None else validation[1], unlabeled)
             final[labeled] = 1.0
             final[known_outliers] = 0.0
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
-                                     self.validation_rule)
+                                     self.validation_rule, probabilities=known is not None)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()

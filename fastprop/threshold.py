@@ -29,6 +29,10 @@ SMOOTHING_GRID = np.linspace(0.0, 1.0, 1025)
 SMOOTHING_BLOCK = 4096
 #: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
 REJECT_ALL = float(np.nextafter(1.0, 2.0))
+#: ``"auto"``'s threshold once the provisional classes have made the confidence a blend of class
+#: probabilities: below it a sample is more likely an outlier (or mislabelled) than not. Measured
+#: against half of Otsu's split on the same fits (bench/RESULTS.md, issue #16).
+PROBABILITY_CUT = 0.5
 
 
 def accuracy_with_rejection(confidence, predicted, truth, threshold):
@@ -257,7 +261,7 @@ def final_confidence(source, multiview, confnet, labeled):
     return np.clip(final, 0.0, 1.0)
 
 
-def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule):
+def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule, probabilities=False):
     """The ``o_tau`` a fit uses.
 
     Parameters
@@ -274,6 +278,12 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
     rule : {"smoothed", "max"}
         ``FastProp(validation_rule=...)``: how the validation accuracy is
         maximised (:func:`smoothed_threshold` or :func:`choose_threshold`).
+    probabilities : bool, default=False
+        The confidence is a blend of class probabilities (the provisional
+        classes' known-class probability and the label probability, see
+        :func:`fastprop.novelty.blended_confidence`): ``"auto"`` then rejects
+        what is more likely an outlier than not, below
+        :data:`PROBABILITY_CUT`, instead of :func:`automatic_threshold`.
 
     Returns
     -------
@@ -289,5 +299,7 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
     if setting is None:
         return 0.0
     if isinstance(setting, str):
+        if probabilities:
+            return PROBABILITY_CUT
         return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
     return float(setting)

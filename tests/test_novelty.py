@@ -9,6 +9,7 @@ from fastprop import FastProp, build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.novelty import (
     blended_confidence,
+    claimed_share,
     COLUMN_BLOCK,
     MAX_PROVISIONAL,
     farthest_first,
@@ -173,15 +174,23 @@ def test_the_validation_rule_changes_the_final_threshold_only():
     assert_array_equal(fits[0].label_distributions_, fits[1].label_distributions_)
 
 
-def test_known_class_weight_follows_the_validation_outlier_share():
+def test_known_class_weight_follows_the_outlier_share():
     def truth(n_outliers, n=20):
         return np.r_[np.full(n_outliers, -1), np.zeros(n - n_outliers, dtype=int)]
 
-    assert known_class_weight(None) == 0.5  # no validation set: the mean
-    assert known_class_weight(truth(0)) == 0.5  # none of its samples an outlier: it says nothing
-    assert known_class_weight(truth(2)) == pytest.approx(0.2)
-    assert known_class_weight(truth(5)) == 0.5
-    assert known_class_weight(truth(10)) == known_class_weight(truth(16)) == 1.0
+    known = np.array([0.9, 0.2, 0.7, 0.1, 0.5, 0.3])
+    unlabeled = np.array([0, 1, 2, 3, 4])  # sample 5 is a seed: not counted
+    # A validation set: its share of outliers.
+    assert known_class_weight(truth(0), known, unlabeled) == 0.5  # none of its samples an outlier: it says nothing
+    assert known_class_weight(truth(2), known, unlabeled) == pytest.approx(0.2)
+    assert known_class_weight(truth(5), known, unlabeled) == 0.5
+    assert known_class_weight(truth(10), known, unlabeled) == known_class_weight(truth(16), known, unlabeled) == 1.0
+    # None: the share the provisional classes claim (known-class confidence below 0.5): 2 of 5.
+    assert claimed_share(known, unlabeled) == pytest.approx(0.4)
+    assert known_class_weight(None, known, unlabeled) == pytest.approx(0.8)
+    assert known_class_weight(None, known, np.array([0, 2, 4])) == 0.0  # 0.5 is not below 0.5
+    assert known_class_weight(None, known, np.array([1, 3, 5])) == 1.0
+    assert claimed_share(known, np.empty(0, dtype=np.int64)) == 0.0
 
 
 @pytest.mark.parametrize("with_validation", [True, False, "no outlier in it"])
@@ -207,15 +216,14 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
         model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
         weight = min(1.0, 2 * np.mean(truth[validation] < 0))
     else:
-        model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=0.5).fit(X, y)
-        weight = 0.5
+        model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
+        weight = min(1.0, 2 * np.mean(known[y < 0] < 0.5))  # the share the provisional classes claim
+        assert model.outlier_threshold_ == 0.5  # "auto" on a blend of probabilities
     assert 0 < weight <= 1
     unlabeled = (y < 0) & ~np.isin(np.arange(len(y)), model.known_outliers_)
-    if with_validation:  # the rest is the largest label probability where a patch reached the sample
-        rest = np.where(model.view_count_ > 0, model.label_distributions_.max(axis=1),
-                        0.5 * (model.multiview_confidence_ + model.confnet_confidence_))
-    else:  # the paper's confidence
-        rest = 0.5 * (model.multiview_confidence_ + model.confnet_confidence_)
+    # the rest is the largest label probability where a patch reached the sample, else the paper's confidence
+    rest = np.where(model.view_count_ > 0, model.label_distributions_.max(axis=1),
+                    0.5 * (model.multiview_confidence_ + model.confnet_confidence_))
     expected = np.clip((1 - weight) * rest + weight * known, 0, 1)
     assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
 
@@ -225,18 +233,21 @@ def test_blended_confidence_by_hand():
     known = np.array([0.1, 0.8, 1.0])
     probability = np.array([0.5, 0.4, 0.3])
     reached = np.array([True, True, False])
-    # No validation set: the paper's confidence, half and half with the known-class one when there is one.
-    assert_array_equal(blended_confidence(first, None, probability, reached, None), first)
-    assert_allclose(blended_confidence(first, known, probability, reached, None), [0.5, 0.5, 0.8], rtol=0, atol=1e-15)
+    unlabeled = np.arange(3)
     # A validation set with 1 outlier in 10: weight 0.2 on the known-class confidence, 0.8 on the probability
     # where a patch reached the sample, on the paper's confidence where none did.
     truth = np.r_[-1, np.zeros(9, dtype=int)]
-    assert_allclose(blended_confidence(first, known, probability, reached, truth), [0.42, 0.48, 0.68],
+    assert_allclose(blended_confidence(first, known, probability, reached, truth, unlabeled), [0.42, 0.48, 0.68],
                     rtol=0, atol=1e-15)
     # ... and that alone when no provisional class was due.
-    assert_array_equal(blended_confidence(first, None, probability, reached, truth), [0.5, 0.4, 0.6])
+    assert_array_equal(blended_confidence(first, None, probability, reached, truth, unlabeled), [0.5, 0.4, 0.6])
     # Half of it outliers or more: the known-class confidence alone.
-    assert_array_equal(blended_confidence(first, known, probability, reached, np.r_[-1, 0]), known)
+    assert_array_equal(blended_confidence(first, known, probability, reached, np.r_[-1, 0], unlabeled), known)
+    # No validation set: the provisional classes claim 1 sample in 3 (0.1 < 0.5), so the weight is 2/3.
+    assert_allclose(blended_confidence(first, known, probability, reached, None, unlabeled),
+                    [0.5 / 3 + 0.2 / 3, 0.4 / 3 + 1.6 / 3, 0.6 / 3 + 2 / 3], rtol=0, atol=1e-15)
+    # ... and without provisional classes the paper's confidence, untouched.
+    assert_array_equal(blended_confidence(first, None, probability, reached, None, unlabeled), first)
 
 
 def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_label_probability(monkeypatch):
@@ -255,6 +266,38 @@ def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_la
         X, y, validation=(validation, truth[validation]))
     assert_allclose(paper.confidence_[unlabeled],
                     0.5 * (paper.multiview_confidence_ + paper.confnet_confidence_)[unlabeled], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_auto_reads_the_outlier_share_off_the_provisional_classes(monkeypatch, seed):
+    """A hand-built mixture: two seeded clusters and an unseeded one, a third of the unlabeled samples."""
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(seed=seed, n_per=80, n_unseeded=1)
+    found = {}
+
+    def recording(*args, **kwargs):
+        found["known"], n_provisional = provisional_class_confidence(*args, **kwargs)
+        return found["known"], n_provisional
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y)  # no validation set: "auto"
+    unlabeled = np.flatnonzero(y < 0)
+    assert model.n_provisional_classes_ == 1
+    assert abs(claimed_share(found["known"], unlabeled) - np.mean(truth[unlabeled] < 0)) < 0.01
+    assert model.outlier_threshold_ == 0.5
+    assert np.mean(model.transduction_[truth < 0] == -1) > 0.98
+    assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.99
+
+
+def test_auto_without_provisional_classes_is_half_otsu():
+    from fastprop.threshold import automatic_threshold
+
+    X, y, truth = clusters(n_per=80, n_unseeded=0)  # no outlier: the first threshold earns no class
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
+    assert model.n_provisional_classes_ == 0
+    assert model.outlier_threshold_ == automatic_threshold(model.confidence_[y < 0]) < 0.5
+    assert np.mean(model.transduction_[y < 0] == -1) < 0.01
 
 
 def test_no_rejection_means_the_paper_path():
