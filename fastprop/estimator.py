@@ -174,12 +174,12 @@ class FastProp(TransductiveEstimator):
         sample, e.g. no outliers, or too few to earn a class). Measured
         (bench/RESULTS.md, issue #16) over the paper's confidence as the
         rest: +0.5 to +0.7 points of accuracy on average with a validation
-        set, and with ``"auto"``'s cut at 0.5 +1.9 to +2.7 without. The provisional
-        classes when first measured with a validation threshold, against the
-        same labels without them (5 seeds): accuracy +3.0 / +3.3 / +6.3 points at 50% outliers on
-        Banking77 / HWU64 / MNIST, -0.6 / +1.4 / +3.0 at 30%, -0.5 / -1.2 /
-        +1.1 at 10%; outlier AUROC -0.1 to +7.4 at 30-50%. False is the
-        paper's confidence.
+        set, and with ``"auto"``'s cut at 0.5 +1.9 to +2.7 without. The
+        provisional classes when first measured with a validation
+        threshold, against the same labels without them (5 seeds): accuracy
+        +3.0 / +3.3 / +6.3 points at 50% outliers on Banking77 / HWU64 /
+        MNIST, -0.6 / +1.4 / +3.0 at 30%, -0.5 / -1.2 / +1.1 at 10%; outlier
+        AUROC -0.1 to +7.4 at 30-50%. False is the paper's confidence.
     outlier_threshold : "auto", float or None, default="auto"
         o_tau. With ``validation`` given to ``fit``, the threshold that
         maximises accuracy on it is used instead (see ``validation_rule``).
