@@ -230,12 +230,13 @@ def automatic_threshold(confidence):
     FastProp's confidence is bimodal whatever the outlier ratio (frozen
     vertices near 1, the rest low), so Otsu's split alone rejects a large
     share of the samples even when none is an outlier. Half of it rejects
-    only the clearly unconfident. Measured (3 seeds each) on Banking77 (30
-    classes), MNIST (5 of 10 digits) and the synthetic mixture at
-    0/10/30/50% outliers: its accuracy stays within 0.14 of a
-    validation-chosen threshold at every ratio, where Otsu's split loses up
-    to 0.47 (at 0%), no rejection up to 0.29 (at 50%), and 0.35x or 0.65x of
-    Otsu's split up to 0.22 and 0.27.
+    only the clearly unconfident. First measured (3 seeds each, the paper's
+    confidence) on Banking77, MNIST and the synthetic mixture: within 0.14
+    of a validation-chosen threshold where Otsu's split lost up to 0.47.
+    With today's default FastProp it is ``"auto"``'s fallback when no
+    provisional class is due (:func:`fitted_threshold`); on the three real
+    sets with 5 task seeds it scored 6-15 points below a validation set at
+    0% and 50% outliers (bench/RESULTS.md, issue #16).
     With a few samples of known truth, pass ``validation`` to ``fit`` instead.
     """
     confidence = np.asarray(confidence, dtype=np.float64)
