@@ -31,6 +31,23 @@ def test_softmax_gradient_matches_finite_differences(problem):
     assert_allclose(gradient, numeric, atol=1e-5)
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e3])
+def test_softmax_loss_matches_the_cross_entropy_written_out(problem, scale):
+    rng, features = problem
+    targets = rng.dirichlet(np.ones(3), size=40) * rng.uniform(0.0, 1.0, size=(40, 1))  # rows of mass <= 1
+    weights = rng.uniform(0.5, 1.5, size=40)
+    weights /= weights.sum()
+    params = scale * rng.normal(size=6 * 3)
+    coef, intercept = params[:15].reshape(5, 3), params[15:]
+    logits = np.asarray(features @ coef + intercept, dtype=np.longdouble)
+    log_proba = logits - np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+    log_proba -= logits.max(axis=1, keepdims=True)
+    expected = -np.sum(weights[:, None] * targets * log_proba) + 0.15 * np.sum(coef * coef)
+    loss, gradient = softmax_loss_and_gradient(params, features, targets, weights, 0.3)
+    assert np.isfinite(gradient).all()
+    assert_allclose(loss, float(expected), rtol=1e-12)
+
+
 def test_logistic_gradient_matches_finite_differences(problem):
     rng, features = problem
     targets = rng.uniform(size=40)
