@@ -8,6 +8,9 @@ from scipy.special import softmax
 from fastprop import FastProp, build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.novelty import (
+    AUTO_ROUNDS,
+    FULL_ITERATIONS,
+    SCOUT_ITERATIONS,
     blended_confidence,
     claimed_share,
     COLUMN_BLOCK,
@@ -17,6 +20,7 @@ from fastprop.novelty import (
     known_class_weight,
     n_provisional_classes,
     provisional_class_confidence,
+    refined_confidence,
 )
 from fastprop.evaluation.protocol import outlier_auroc
 
@@ -250,6 +254,76 @@ def test_blended_confidence_by_hand():
     assert_array_equal(blended_confidence(first, None, probability, reached, None, unlabeled), first)
 
 
+def test_refined_confidence_identifies_again_below_the_cut_by_hand():
+    first = np.array([0.9, 0.2, 0.6, 0.3, 1.0])
+    probability = np.array([0.8, 0.4, 0.7, 0.9, 1.0])
+    reached = np.ones(5, dtype=bool)
+    unlabeled = np.array([0, 1, 2, 3])  # sample 4 is a seed
+    builds = iter([np.array([0.9, 0.1, 0.2, 0.8, 1.0]), np.array([0.9, 0.1, 0.9, 0.8, 1.0]), None,
+                   np.array([0.9, 0.1, 0.9, 0.8, 1.0])])
+    calls, iterations = [], []
+
+    def build_classes(identified, max_iter):
+        calls.append(identified.tolist())
+        iterations.append(max_iter)
+        known = next(builds)
+        return (None, 0) if known is None else (known, len(calls))
+
+    confidence, known, n_provisional = refined_confidence(first, np.array([1]), probability, reached, None,
+                                                          unlabeled, 3, build_classes)
+    # Build 1 on the first rejection. Its known-class confidence claims 2 of 4 unlabeled samples (weight 1):
+    # the blend is that confidence, below 0.5 at samples 1 and 2, which build 2 gets. Build 2 claims 1 of 4
+    # (weight 0.5): blend [0.85, 0.25, 0.8, 0.85], below 0.5 at sample 1 only, for build 3, which finds
+    # too few samples for a class: build 2's samples get their classes again, in full.
+    assert calls == [[1], [1, 2], [1], [1, 2]]
+    assert iterations == [SCOUT_ITERATIONS, SCOUT_ITERATIONS, FULL_ITERATIONS, FULL_ITERATIONS]
+    assert_array_equal(known, [0.9, 0.1, 0.9, 0.8, 1.0])
+    assert n_provisional == 4
+    assert_allclose(confidence[unlabeled], [0.85, 0.25, 0.8, 0.85], rtol=0, atol=1e-15)
+    # One build: the first rejection's classes; none: the blend without provisional classes.
+    builds = iter([np.array([0.9, 0.1, 0.2, 0.8, 1.0])])
+    calls.clear()
+    iterations.clear()
+    confidence, known, _ = refined_confidence(first, np.array([1]), probability, reached, None, unlabeled, 1,
+                                              build_classes)
+    assert calls == [[1]] and iterations == [FULL_ITERATIONS]
+    assert_array_equal(confidence[unlabeled], [0.9, 0.1, 0.2, 0.8])
+    confidence, known, n_provisional = refined_confidence(first, np.array([1]), probability, reached, None,
+                                                          unlabeled, 0, build_classes)
+    assert known is None and n_provisional == 0 and calls == [[1]]
+    assert_array_equal(confidence, first)
+    # A first build with too few samples for a class: none, and no second try.
+    builds = iter([None])
+    confidence, known, n_provisional = refined_confidence(first, np.array([1]), probability, reached, None,
+                                                          unlabeled, 3, build_classes)
+    assert known is None and n_provisional == 0 and calls == [[1], [1]] and iterations[-1] == SCOUT_ITERATIONS
+    assert_array_equal(confidence, first)
+
+
+@pytest.mark.parametrize(("setting", "with_validation", "builds"),
+                         [("auto", False, AUTO_ROUNDS), ("auto", True, 1), (0.8, False, 1)])
+def test_only_auto_without_validation_builds_the_provisional_classes_again(monkeypatch, setting, with_validation,
+                                                                           builds):
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(n_per=80)
+    identified = []
+
+    def recording(*args, **kwargs):
+        identified.append(args[5])
+        return provisional_class_confidence(*args, **kwargs)
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
+    model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting).fit(
+        X, y, validation=(validation, truth[validation]) if with_validation else None)
+    assert len(identified) == builds
+    assert model.n_provisional_classes_ > 0
+    if builds > 1:  # each build after the first gets what the fitted "auto" rejects
+        assert_array_equal(identified[-1], np.flatnonzero((model.confidence_ < 0.5) & (y < 0)))
+        assert model.outlier_threshold_ == 0.5
+
+
 def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_label_probability(monkeypatch):
     import fastprop.estimator as estimator
 
@@ -283,7 +357,7 @@ def test_auto_reads_the_outlier_share_off_the_provisional_classes(monkeypatch, s
     monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
     model = FastProp(n_neighbors=10, random_state=0).fit(X, y)  # no validation set: "auto"
     unlabeled = np.flatnonzero(y < 0)
-    assert model.n_provisional_classes_ == 1
+    assert model.n_provisional_classes_ == 2  # the last build: all of the unseeded cluster, for 4 seeds in 240
     assert abs(claimed_share(found["known"], unlabeled) - np.mean(truth[unlabeled] < 0)) < 0.01
     assert model.outlier_threshold_ == 0.5
     assert np.mean(model.transduction_[truth < 0] == -1) > 0.98
