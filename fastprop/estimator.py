@@ -30,7 +30,7 @@ from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
-from .threshold import REJECT_ALL, final_confidence, fitted_threshold
+from .threshold import REJECT_ALL, fitted_threshold
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
 
@@ -443,7 +443,7 @@ class FastProp(TransductiveEstimator):
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         found = propagation_pass(context, pass_options(self), notify)
         timings.update(found.timings)
-        final = final_confidence(self.confidence, found.multiview, found.confnet, labeled)
+        final = found.confidence
         final[known_outliers] = 0.0
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)
         clock = time.perf_counter()

@@ -81,6 +81,9 @@ class PassResult:
         Multi-view confidence (0 where no patch reached, 1 for seeds).
     confnet : ndarray of shape (n_samples,) or None
         ConfNet's confidence, None when it was not run or could not be trained.
+    confidence : ndarray of shape (n_samples,)
+        The paper's final confidence of the two
+        (:func:`fastprop.threshold.final_confidence`), seeds 1.
     scorer : LinearScorer, LocalGCN or LocalGAT
         The local predictor as new points need it: its ``logits_of_rows``
         labels a point from its own row and its graph row into the fitted
@@ -93,6 +96,7 @@ class PassResult:
     distributions: np.ndarray
     multiview: np.ndarray
     confnet: object
+    confidence: np.ndarray
     scorer: object
     n_training_patches: int
     timings: dict
@@ -150,10 +154,10 @@ def propagation_pass(context, options, notify):
             context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=options.eta,
             depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
         )
+    confidence = final_confidence(options.confidence, multiview, confnet, labeled)
     timings["confnet"] = time.perf_counter() - clock
     clock = time.perf_counter()
     if graph_logits is not None and options.pseudo_labels and options.local_predictor == "sgc":
-        confidence = final_confidence(options.confidence, multiview, confnet, labeled)
         predicted = (graph_logits + local.bias).argmax(axis=1)
         graph_logits = None  # freed before the refit makes its own (160 MB at 1M samples)
         graph_logits = _self_trained(context, options, local, predicted, confidence)
@@ -162,7 +166,7 @@ def propagation_pass(context, options, notify):
         unlabeled = np.flatnonzero(~labeled)
         distributions[unlabeled] = softmax_proba(graph_logits[unlabeled], np.eye(context.n_classes), local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
-                      scorer=local.scorer(), n_training_patches=local.n_training_patches, timings=timings)
+                      confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches, timings=timings)
 
 
 def _self_trained(context, options, local, predicted, confidence):
