@@ -166,7 +166,8 @@ def propagation_pass(context, options, notify):
         unlabeled = np.flatnonzero(~labeled)
         distributions[unlabeled] = softmax_proba(graph_logits[unlabeled], np.eye(context.n_classes), local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
-                      confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches, timings=timings)
+                      confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches,
+                      timings=timings)
 
 
 def _self_trained(context, options, local, predicted, confidence):
