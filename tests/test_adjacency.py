@@ -112,3 +112,22 @@ def test_shared_and_alone_steps_agree_bit_for_bit(monkeypatch):
 def test_smooth_of_no_rows_is_empty():
     walk = RandomWalk(sp.csr_matrix(sparse_symmetric(10, seed=20)))
     assert walk.smooth(np.ones((10, 4)), np.array([], dtype=np.int64), 2).shape == (0, 4)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_some_rows_are_bit_for_bit_those_of_all_rows(depth):
+    walk = RandomWalk(sp.csr_matrix(sparse_symmetric(80, seed=24, keep=0.04)))
+    values = np.random.default_rng(25).normal(size=(80, 3)).astype(np.float32)
+    rows = np.array([7, 0, 79, 41, 7])  # unsorted, repeated
+    assert_array_equal(walk.smooth(values, rows, depth), walk.smooth(values, None, depth)[rows])
+
+
+def test_closed_neighbourhood_is_the_sorted_union_of_rows_and_their_neighbours():
+    dense = sparse_symmetric(50, seed=26, keep=0.05)
+    walk = RandomWalk(sp.csr_matrix(dense))
+    rows = np.array([12, 3, 3, 49])
+    expected = sorted(set(rows.tolist()) | {int(j) for i in rows for j in np.flatnonzero(dense[i])})
+    got = walk._closed_neighbourhood(rows)
+    assert got.tolist() == expected
+    assert got.dtype == np.int64
+    assert walk._closed_neighbourhood(np.empty(0, dtype=np.int64)).size == 0
