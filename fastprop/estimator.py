@@ -24,7 +24,7 @@ from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
 from .graph import fit_graph
-from .novelty import AUTO_ROUNDS, provisional_class_confidence, refined_confidence
+from .novelty import AUTO_ROUNDS, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
@@ -458,11 +458,11 @@ class FastProp(TransductiveEstimator):
         self.n_provisional_classes_ = 0
         known = None
         if self.provisional_classes and self.confidence != "random":
-            def build_classes(identified, max_iter):
+            def build_classes(identified, represented, max_iter, rows):
                 return provisional_class_confidence(
                     context.walk, features, context.row_scale, seed_class, classes.size, identified,
                     depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=rng,
-                    known_outliers=known_outliers, max_iter=max_iter,
+                    known_outliers=known_outliers, max_iter=max_iter, represented=represented, rows=rows,
                 )
 
             rounds = 0
@@ -471,7 +471,7 @@ class FastProp(TransductiveEstimator):
             final, known, self.n_provisional_classes_ = refined_confidence(
                 final, np.flatnonzero((final < identifying) & ~labeled), found.distributions.max(axis=1),
                 found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
-                build_classes,
+                build_classes, scouting_rows(unlabeled, rounds, rng),
             )
             final[labeled] = 1.0
             final[known_outliers] = 0.0

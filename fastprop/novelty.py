@@ -27,8 +27,11 @@ from .threshold import PROBABILITY_CUT
 #: product of the known-class confidence).
 MAX_PROVISIONAL = 64
 #: Identified samples the farthest-first traversal looks at, at most (a random
-#: sample of them beyond), so that its cost does not grow with N.
-MAX_CANDIDATES = 20_000
+#: sample of them beyond), so that its cost does not grow with N. Their SGC
+#: rows are the step's largest smoothing after the known-class confidence
+#: (20,000 took ~5 s a build at 1M samples); the real sets' tasks never have
+#: more (bench/RESULTS.md, issue #16 item 3).
+MAX_CANDIDATES = 5_000
 #: Seeds the provisional step works with, at most (a random sample of them
 #: beyond, plus one of every class the sample misses): the farthest-first
 #: anchors and the known classes' training rows, so that neither grows with N.
@@ -49,6 +52,12 @@ FULL_ITERATIONS = 300
 #: averages within 0.2; the step's time on the scale bench's 10k mixture
 #: 1.06 -> 0.50 s (one build: 0.22 s).
 SCOUT_ITERATIONS = 50
+#: A build that only chooses the next build's samples reads the known-class
+#: confidence of at most this many unlabeled samples (a random sample of them
+#: beyond, :func:`scouting_rows`), so that its cost stops growing with N: the
+#: next build's samples are then a random sample of those it would choose,
+#: standing for as many as the whole would give (``represented``).
+SCOUT_ROWS = 20_000
 
 
 def known_class_weight(validation_truth, known, unlabeled):
@@ -190,13 +199,13 @@ def farthest_first(anchors, candidates, n_chosen):
     return chosen
 
 
-def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth):
+def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None):
     """The largest known-class probability of a softmax over smoothed ``X W``.
 
     ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
-    returns ``max_{k < n_known} p_k`` for every row. The columns are smoothed
-    :data:`COLUMN_BLOCK` at a time with a running log-sum-exp, so memory
-    stays O(n * COLUMN_BLOCK) whatever the number of classes.
+    returns ``max_{k < n_known} p_k`` for every row of ``rows``. The columns
+    are smoothed :data:`COLUMN_BLOCK` at a time with a running log-sum-exp,
+    so memory stays O(n * COLUMN_BLOCK) whatever the number of classes.
 
     Parameters
     ----------
@@ -208,18 +217,21 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     n_known : int
         The first ``n_known`` columns are the known classes.
     depth : int
+    rows : ndarray of int or None
+        The rows wanted (all when None); each is bit for bit the same as
+        among all rows, and costs only its ``depth``-hop neighbourhood.
 
     Returns
     -------
-    ndarray of shape (n,), float64, in [0, 1]
+    ndarray of shape (len(rows),) or (n,), float64, in [0, 1]
     """
-    n_rows = features.shape[0]
+    n_rows = features.shape[0] if rows is None else len(rows)
     largest_known = np.full(n_rows, -np.inf)
     running_max = np.full(n_rows, -np.inf)
     running_sum = np.zeros(n_rows)
     for begin in range(0, coef.shape[1], COLUMN_BLOCK):
         end = min(begin + COLUMN_BLOCK, coef.shape[1])
-        logits = walk.smooth(features @ coef[:, begin:end].astype(np.float32), None, depth, row_scale=row_scale)
+        logits = walk.smooth(features @ coef[:, begin:end].astype(np.float32), rows, depth, row_scale=row_scale)
         logits += intercept[begin:end]
         if begin < n_known:
             np.maximum(largest_known, logits[:, : n_known - begin].max(axis=1), out=largest_known)
@@ -232,7 +244,7 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
 
 
 def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng,
-                                 known_outliers=None, max_iter=FULL_ITERATIONS):
+                                 known_outliers=None, max_iter=FULL_ITERATIONS, represented=None, rows=None):
     """Known-class confidence once the identified outliers have classes of their own.
 
     Parameters
@@ -260,10 +272,16 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
         there are at least as many provisional classes as known outliers.
     max_iter : int, default=FULL_ITERATIONS
         L-BFGS iterations of the softmax regression.
+    represented : int, optional
+        How many unlabeled samples ``identified`` stands for when it is a
+        random sample of them (known outliers aside): the number of
+        provisional classes follows it. Default ``len(identified)``.
+    rows : ndarray of int or None
+        The samples whose confidence is returned (all when None).
 
     Returns
     -------
-    confidence : ndarray of shape (n,), or None
+    confidence : ndarray of shape (n,) or (len(rows),), or None
         :func:`known_class_confidence`; None when no provisional class is
         due (nothing identified, or too few to earn one).
     n_provisional : int
@@ -271,8 +289,9 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     seeds = np.flatnonzero(seed_class >= 0)
     known = np.empty(0, dtype=np.int64) if known_outliers is None else np.asarray(known_outliers, dtype=np.int64)
     identified = np.setdiff1d(identified, known)
+    n_identified = identified.size if represented is None else represented
     n_known = min(known.size, MAX_PROVISIONAL)
-    n_provisional = max(n_provisional_classes(identified.size + known.size, seeds.size, seed_class.size), n_known)
+    n_provisional = max(n_provisional_classes(n_identified + known.size, seeds.size, seed_class.size), n_known)
     n_provisional = min(n_provisional, n_known + identified.size)
     if n_provisional == 0:
         return None, 0
@@ -287,23 +306,34 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
         seeds = np.union1d(rng.choice(seeds, size=MAX_SEEDS, replace=False), seeds[first_of_class])
     if n_known == n_provisional:
         candidates = np.empty(0, dtype=np.int64)
-    rows = walk.smooth(features, np.concatenate([seeds, known, candidates]), depth, row_scale=row_scale)
-    unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    smoothed = walk.smooth(features, np.concatenate([seeds, known, candidates]), depth, row_scale=row_scale)
+    unit = smoothed / np.maximum(np.linalg.norm(smoothed, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     anchors, known_rows = unit[: seeds.size], unit[seeds.size : seeds.size + known.size]
     picked_known = farthest_first(anchors, known_rows, n_known)
     picked = farthest_first(np.vstack([anchors, known_rows[picked_known]]), unit[seeds.size + known.size :],
                             n_provisional - n_known)
-    training = np.concatenate([rows[: seeds.size], rows[seeds.size + picked_known],
-                               rows[seeds.size + known.size + picked]])
+    training = np.concatenate([smoothed[: seeds.size], smoothed[seeds.size + picked_known],
+                               smoothed[seeds.size + known.size + picked]])
     targets = np.concatenate([seed_class[seeds], n_classes + np.arange(n_provisional)])
     coef, intercept = fit_softmax_regression(training, np.eye(n_classes + n_provisional)[targets], l2=l2,
                                              max_iter=max_iter)
-    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth)
+    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows)
     return confidence, n_provisional
 
 
+def scouting_rows(unlabeled, rounds, rng):
+    """The unlabeled samples a scouting build of :func:`refined_confidence` reads.
+
+    All of them, or :data:`SCOUT_ROWS` drawn at random (sorted) when there
+    are more; nothing is drawn with fewer than two rounds (no scouting build).
+    """
+    if rounds < 2 or unlabeled.size <= SCOUT_ROWS:
+        return unlabeled
+    return np.sort(rng.choice(unlabeled, size=SCOUT_ROWS, replace=False))
+
+
 def refined_confidence(first, identified, label_probability, reached, validation_truth, unlabeled, rounds,
-                       build_classes):
+                       build_classes, scout_rows=None):
     """FastProp's final confidence after ``rounds`` builds of the provisional classes.
 
     The first build gives provisional classes to ``identified`` (what the
@@ -315,10 +345,11 @@ def refined_confidence(first, identified, label_probability, reached, validation
     in-class samples when there are few outliers and too few when there are
     many; the blend separates the two better, so identifying again moves the
     provisional classes towards the unseeded clusters (fewer where no
-    outlier is, more where many are). A build that finds too few samples to
-    earn a provisional class ends the rounds with the previous build's
-    samples (their classes built again with :data:`FULL_ITERATIONS` if it
-    only scouted). Measured (bench/RESULTS.md,
+    outlier is, more where many are). Every build but the last only scouts:
+    :data:`SCOUT_ITERATIONS`, and the blend read on ``scout_rows`` only. A
+    build that finds too few samples to earn a provisional class ends the
+    rounds with the previous build's samples (their classes built again in
+    full if it only scouted). Measured (bench/RESULTS.md,
     issue #16; three data sets, 0.5 / 1 / 5% seeds, 5 task seeds, no
     validation): 3 builds against 1, +0.8 to +0.9 points of accuracy on
     average, +0.4 to +2.7 with no outlier on the sentence sets and +1.2 to
@@ -337,10 +368,16 @@ def refined_confidence(first, identified, label_probability, reached, validation
     rounds : int
         How many builds at most; 0 gives the blend without provisional classes.
     build_classes : callable
-        ``build_classes(identified, max_iter)`` returns ``(known,
-        n_provisional)`` as :func:`provisional_class_confidence` does; every
-        build but the last gets :data:`SCOUT_ITERATIONS`, the last
-        :data:`FULL_ITERATIONS`.
+        ``build_classes(identified, represented, max_iter, rows)`` returns
+        ``(known, n_provisional)`` as :func:`provisional_class_confidence`
+        does for those arguments; every build but the last gets
+        :data:`SCOUT_ITERATIONS` and ``scout_rows``, the last
+        :data:`FULL_ITERATIONS` and None (all rows).
+    scout_rows : ndarray of int, optional
+        The unlabeled samples a scouting build reads (:func:`scouting_rows`);
+        default ``unlabeled``. The next build's samples are those of them
+        below the cut, standing for ``len(unlabeled) / len(scout_rows)`` as
+        many.
 
     Returns
     -------
@@ -350,20 +387,27 @@ def refined_confidence(first, identified, label_probability, reached, validation
         That confidence, None when no build gave a provisional class.
     n_provisional : int
     """
+    scout_rows = unlabeled if scout_rows is None else scout_rows
     known, n_provisional = None, 0
     confidence = blended_confidence(first, None, label_probability, reached, validation_truth, unlabeled)
-    scouted = None  # the samples the last (scouting) build was for
+    represented = identified.size
+    scouted = None  # (identified, represented) of the last (scouting) build
     for build in range(rounds):
         last = build == rounds - 1
-        built, n_built = build_classes(identified, FULL_ITERATIONS if last else SCOUT_ITERATIONS)
+        built, n_built = build_classes(identified, represented, FULL_ITERATIONS if last else SCOUT_ITERATIONS,
+                                       None if last else scout_rows)
         if built is None:
             if scouted is None:
                 break
             last = True  # the scouting build's samples, in full
-            built, n_built = build_classes(scouted, FULL_ITERATIONS)
-        known, n_provisional = built, n_built
-        confidence = blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled)
+            built, n_built = build_classes(*scouted, FULL_ITERATIONS, None)
         if last:
+            known, n_provisional = built, n_built
+            confidence = blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled)
             break
-        scouted, identified = identified, unlabeled[confidence[unlabeled] < PROBABILITY_CUT]
+        scouted = identified, represented
+        read = blended_confidence(first[scout_rows], built, label_probability[scout_rows], reached[scout_rows],
+                                  validation_truth, np.arange(scout_rows.size))
+        identified = scout_rows[read < PROBABILITY_CUT]
+        represented = round(identified.size * unlabeled.size / max(scout_rows.size, 1))
     return confidence, known, n_provisional

@@ -15,12 +15,14 @@ from fastprop.novelty import (
     claimed_share,
     COLUMN_BLOCK,
     MAX_PROVISIONAL,
+    SCOUT_ROWS,
     farthest_first,
     known_class_confidence,
     known_class_weight,
     n_provisional_classes,
     provisional_class_confidence,
     refined_confidence,
+    scouting_rows,
 )
 from fastprop.evaluation.protocol import outlier_auroc
 
@@ -205,8 +207,8 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
     rng = np.random.default_rng(2)
     known = rng.random(X.shape[0])
 
-    def fixed_known(*args, **kwargs):
-        return known.copy(), 3
+    def fixed_known(*args, rows=None, **kwargs):
+        return (known if rows is None else known[rows]).copy(), 3
 
     monkeypatch.setattr(estimator, "provisional_class_confidence", fixed_known)
     validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=20, replace=False))
@@ -263,11 +265,14 @@ def test_refined_confidence_identifies_again_below_the_cut_by_hand():
                    np.array([0.9, 0.1, 0.9, 0.8, 1.0])])
     calls, iterations = [], []
 
-    def build_classes(identified, max_iter):
+    def build_classes(identified, represented, max_iter, rows):
         calls.append(identified.tolist())
         iterations.append(max_iter)
+        assert represented == identified.size  # the scouts read every unlabeled sample
+        assert_array_equal(rows, unlabeled) if max_iter == SCOUT_ITERATIONS else None
+        assert rows is None or max_iter == SCOUT_ITERATIONS
         known = next(builds)
-        return (None, 0) if known is None else (known, len(calls))
+        return (None, 0) if known is None else (known if rows is None else known[rows], len(calls))
 
     confidence, known, n_provisional = refined_confidence(first, np.array([1]), probability, reached, None,
                                                           unlabeled, 3, build_classes)
@@ -300,6 +305,69 @@ def test_refined_confidence_identifies_again_below_the_cut_by_hand():
     assert_array_equal(confidence, first)
 
 
+def test_scouting_builds_read_a_sample_that_stands_for_all_unlabeled_samples():
+    first = np.full(10, 0.3)
+    probability = np.linspace(0.05, 0.95, 10)
+    reached = np.ones(10, dtype=bool)
+    unlabeled = np.arange(10)
+    scout_rows = np.array([1, 4, 6, 8, 9])
+    # Each build's known-class confidence is the probability itself: blend = probability (weight 1 when the
+    # provisional classes claim half or more of the rows read). Of the five rows read, 1 and 4 are below 0.5.
+    calls = []
+
+    def build_classes(identified, represented, max_iter, rows):
+        calls.append((identified.tolist(), represented, max_iter, None if rows is None else rows.tolist()))
+        return (probability if rows is None else probability[rows]), 3
+
+    confidence, known, n_provisional = refined_confidence(first, np.array([0, 1, 2, 3]), probability, reached, None,
+                                                          unlabeled, 3, build_classes, scout_rows)
+    # 2 of 5 rows read stand for 4 of 10 unlabeled samples; the last build reads every row.
+    assert calls == [([0, 1, 2, 3], 4, SCOUT_ITERATIONS, [1, 4, 6, 8, 9]),
+                     ([1, 4], 4, SCOUT_ITERATIONS, [1, 4, 6, 8, 9]),
+                     ([1, 4], 4, FULL_ITERATIONS, None)]
+    assert_array_equal(known, probability)
+    assert n_provisional == 3
+    # The final blend reads all unlabeled samples: 5 of 10 claimed, weight 1, the known-class confidence itself.
+    assert_allclose(confidence, probability, rtol=0, atol=1e-15)
+
+
+def test_scouting_rows_are_a_sorted_sample_only_when_there_are_many(monkeypatch):
+    import fastprop.novelty
+
+    unlabeled = np.arange(3, 60, 2)
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    assert scouting_rows(unlabeled, 3, rng) is unlabeled  # 29 <= SCOUT_ROWS: all, nothing drawn
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 10)
+    assert scouting_rows(unlabeled, 1, rng) is unlabeled  # no scouting build
+    assert rng.bit_generator.state == state
+    sample = scouting_rows(unlabeled, 3, rng)
+    assert sample.size == 10 and np.all(np.diff(sample) > 0) and np.all(np.isin(sample, unlabeled))
+    assert_array_equal(sample, scouting_rows(unlabeled, 3, np.random.default_rng(0)))
+    assert SCOUT_ROWS >= 20_000  # the real sets' tasks (<= 13k unlabeled samples) are never sampled
+
+
+def test_known_class_confidence_of_some_rows_is_bit_for_bit_that_of_all_rows():
+    X, y, truth = clusters()
+    walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
+    rng = np.random.default_rng(3)
+    coef, intercept = rng.normal(size=(8, COLUMN_BLOCK + 3)), rng.normal(size=COLUMN_BLOCK + 3)
+    rows = np.array([200, 3, 150, 3, 77])
+    every = known_class_confidence(walk, X, None, coef, intercept, 2, 2)
+    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 2, 2, rows), every[rows])
+    # ... and so is provisional_class_confidence's, for the same draws; `represented` sets how many classes.
+    identified = np.flatnonzero(truth == -1)[::4]
+    arguments = (walk, X, None, y, 2, identified)
+    options = dict(depth=2, l2=1e-4)
+    full, n_full = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), **options)
+    some, n_some = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), rows=rows, **options)
+    assert_array_equal(some, full[rows]) and n_some == n_full
+    _, n_more = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), represented=4 * identified.size,
+                                             **options)
+    assert n_full == n_provisional_classes(identified.size, 4, y.size)
+    assert n_more == n_provisional_classes(4 * identified.size, 4, y.size) > n_full
+
+
 @pytest.mark.parametrize(("setting", "with_validation", "builds"),
                          [("auto", False, AUTO_ROUNDS), ("auto", True, 1), (0.8, False, 1)])
 def test_only_auto_without_validation_builds_the_provisional_classes_again(monkeypatch, setting, with_validation,
@@ -322,6 +390,37 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
     if builds > 1:  # each build after the first gets what the fitted "auto" rejects
         assert_array_equal(identified[-1], np.flatnonzero((model.confidence_ < 0.5) & (y < 0)))
         assert model.outlier_threshold_ == 0.5
+
+
+def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypatch):
+    import fastprop.estimator as estimator
+    import fastprop.novelty
+
+    X, y, truth = clusters(n_per=80)
+    calls = []
+
+    def recording(*args, **kwargs):
+        calls.append((args[5].size, kwargs["represented"], kwargs["rows"]))
+        return provisional_class_confidence(*args, **kwargs)
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 100)
+    models = [FastProp(n_neighbors=10, random_state=0).fit(X, y) for _ in range(2)]
+    assert len(calls) == 2 * AUTO_ROUNDS
+    scouts, last = calls[: AUTO_ROUNDS - 1], calls[AUTO_ROUNDS - 1]
+    unlabeled = np.flatnonzero(y < 0)
+    for _, _, rows in scouts:
+        assert rows.size == 100 and np.all(np.isin(rows, unlabeled))
+    assert last[2] is None
+    # the builds after the first get the sample's samples below the cut, standing for 316 / 100 as many
+    assert last[1] == round(last[0] * unlabeled.size / 100) > last[0]
+    assert_array_equal(models[0].confidence_, models[1].confidence_)  # the same draw for the same random_state
+    assert models[0].n_provisional_classes_ > 0
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", y.size)  # every unlabeled sample read
+    every = FastProp(n_neighbors=10, random_state=0).fit(X, y)
+    for model in (models[0], every):  # both claim one unseeded cluster of two here, and keep the classes
+        assert abs(np.mean(model.transduction_[truth < 0] == -1) - 0.5) < 0.02
+        assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.99
 
 
 def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_label_probability(monkeypatch):
