@@ -238,8 +238,10 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
         block_max = logits.max(axis=1)
         new_max = np.maximum(running_max, block_max)
         running_sum *= np.exp(running_max - new_max)
-        running_sum += np.exp(logits - new_max[:, None]).sum(axis=1)
+        logits -= new_max[:, None]  # in place: at 1M samples each (n, 16) temporary is 128 MB
+        running_sum += np.exp(logits, out=logits).sum(axis=1)
         running_max = new_max
+        logits = None  # freed before the next block is smoothed
     return np.exp(largest_known - running_max) / running_sum
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .adjacency import RandomWalk
 from .confnet import confnet_confidence, structural_features
-from .linear import fit_softmax_regression, softmax_proba
+from .linear import fit_softmax_regression, softmax_proba, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
 from .rows import unit_rows
@@ -164,7 +164,7 @@ def propagation_pass(context, options, notify):
     timings["self_training"] = time.perf_counter() - clock
     if graph_logits is not None:
         unlabeled = np.flatnonzero(~labeled)
-        distributions[unlabeled] = softmax_proba(graph_logits[unlabeled], np.eye(context.n_classes), local.bias)
+        write_softmax_rows(distributions, unlabeled, graph_logits, local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
                       confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches,
                       timings=timings)

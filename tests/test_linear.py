@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import approx_fprime
 
 from fastprop.linear import (
@@ -132,3 +132,19 @@ def test_a_warm_start_reaches_the_same_optimum(n_samples):
     assert_allclose(warm[0], cold[0], atol=1e-5)
     # the intercept is not penalised: a constant added to every class leaves the softmax as it is
     assert_allclose(warm[1] - warm[1].mean(), cold[1] - cold[1].mean(), atol=1e-5)
+
+
+def test_softmax_rows_written_in_blocks_are_those_of_one_softmax():
+    from fastprop.linear import softmax_proba, write_softmax_rows
+
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(50, 4)) * 30
+    intercept = rng.normal(size=4)
+    rows = np.array([3, 0, 49, 17, 22, 8, 31])
+    out = np.full((50, 4), -1.0)
+    write_softmax_rows(out, rows, logits, intercept, block=3)
+    assert_array_equal(out[rows], softmax_proba(logits[rows], np.eye(4), intercept))
+    expected = np.exp(logits[rows] + intercept)
+    assert_allclose(out[rows], expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
+    untouched = np.setdiff1d(np.arange(50), rows)
+    assert np.all(out[untouched] == -1.0)
