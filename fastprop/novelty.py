@@ -29,8 +29,8 @@ MAX_PROVISIONAL = 64
 #: Identified samples the farthest-first traversal looks at, at most (a random
 #: sample of them beyond), so that its cost does not grow with N. Their SGC
 #: rows are the step's largest smoothing after the known-class confidence
-#: (20,000 took ~5 s a build at 1M samples); the real sets' tasks never have
-#: more (bench/RESULTS.md, issue #16 item 3).
+#: (20,000 took ~5 s a build at 1M samples); none of the real-set tasks
+#: measured had more (bench/RESULTS.md, issue #16 item 3).
 MAX_CANDIDATES = 5_000
 #: Seeds the provisional step works with, at most (a random sample of them
 #: beyond, plus one of every class the sample misses): the farthest-first
@@ -372,7 +372,8 @@ def refined_confidence(first, identified, label_probability, reached, validation
     build_classes : callable
         ``build_classes(identified, represented, max_iter, rows)`` returns
         ``(known, n_provisional)`` as :func:`provisional_class_confidence`
-        does for those arguments; every build but the last gets
+        does for those arguments (``represented`` None for the first
+        build's samples, which are all there are); every build but the last gets
         :data:`SCOUT_ITERATIONS` and ``scout_rows``, the last
         :data:`FULL_ITERATIONS` and None (all rows).
     scout_rows : ndarray of int, optional
@@ -392,7 +393,7 @@ def refined_confidence(first, identified, label_probability, reached, validation
     scout_rows = unlabeled if scout_rows is None else scout_rows
     known, n_provisional = None, 0
     confidence = blended_confidence(first, None, label_probability, reached, validation_truth, unlabeled)
-    represented = identified.size
+    represented = None  # the first build's samples are all there are
     scouted = None  # (identified, represented) of the last (scouting) build
     for build in range(rounds):
         last = build == rounds - 1

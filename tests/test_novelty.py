@@ -263,12 +263,12 @@ def test_refined_confidence_identifies_again_below_the_cut_by_hand():
     unlabeled = np.array([0, 1, 2, 3])  # sample 4 is a seed
     builds = iter([np.array([0.9, 0.1, 0.2, 0.8, 1.0]), np.array([0.9, 0.1, 0.9, 0.8, 1.0]), None,
                    np.array([0.9, 0.1, 0.9, 0.8, 1.0])])
-    calls, iterations = [], []
+    calls, iterations, counts = [], [], []
 
     def build_classes(identified, represented, max_iter, rows):
         calls.append(identified.tolist())
         iterations.append(max_iter)
-        assert represented == identified.size  # the scouts read every unlabeled sample
+        counts.append(represented)
         assert_array_equal(rows, unlabeled) if max_iter == SCOUT_ITERATIONS else None
         assert rows is None or max_iter == SCOUT_ITERATIONS
         known = next(builds)
@@ -282,6 +282,9 @@ def test_refined_confidence_identifies_again_below_the_cut_by_hand():
     # too few samples for a class: build 2's samples get their classes again, in full.
     assert calls == [[1], [1, 2], [1], [1, 2]]
     assert iterations == [SCOUT_ITERATIONS, SCOUT_ITERATIONS, FULL_ITERATIONS, FULL_ITERATIONS]
+    # the first build's samples are all there are (None); the scouts read every unlabeled sample, so the
+    # samples they choose stand for themselves; the fallback keeps its count
+    assert counts == [None, 2, 1, 2]
     assert_array_equal(known, [0.9, 0.1, 0.9, 0.8, 1.0])
     assert n_provisional == 4
     assert_allclose(confidence[unlabeled], [0.85, 0.25, 0.8, 0.85], rtol=0, atol=1e-15)
@@ -322,7 +325,7 @@ def test_scouting_builds_read_a_sample_that_stands_for_all_unlabeled_samples():
     confidence, known, n_provisional = refined_confidence(first, np.array([0, 1, 2, 3]), probability, reached, None,
                                                           unlabeled, 3, build_classes, scout_rows)
     # 2 of 5 rows read stand for 4 of 10 unlabeled samples; the last build reads every row.
-    assert calls == [([0, 1, 2, 3], 4, SCOUT_ITERATIONS, [1, 4, 6, 8, 9]),
+    assert calls == [([0, 1, 2, 3], None, SCOUT_ITERATIONS, [1, 4, 6, 8, 9]),
                      ([1, 4], 4, SCOUT_ITERATIONS, [1, 4, 6, 8, 9]),
                      ([1, 4], 4, FULL_ITERATIONS, None)]
     assert_array_equal(known, probability)
