@@ -510,3 +510,30 @@ def test_graph_labels_are_the_predictor_on_the_whole_graph():
     views = FastProp(random_state=0, outlier_threshold=None, labels="views", pseudo_labels=0).fit(X, y, graph=graph)
     assert np.abs(views.label_distributions_[unlabeled] - expected[unlabeled]).max() > 2e-3
     assert_array_equal(views.confidence_, model.confidence_)  # the labels' source does not touch the confidence
+
+
+def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
+    """``outliers=`` samples are rejected at first too: the first build counts each of them once."""
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(n_per=80)
+    for cls in (0, 1):  # 20 seeds a class: the identified samples, not the known outliers, set the count
+        y[np.flatnonzero(truth == cls)[:20]] = cls
+    n_seeds = int(np.sum(y >= 0))
+    counts = []
+
+    def recording(*args, **kwargs):
+        confidence, n_provisional = provisional_class_confidence(*args, **kwargs)
+        known = kwargs["known_outliers"]
+        if not counts:  # the first build: its samples include the known outliers
+            assert np.all(np.isin(known, args[5]))
+            once = np.setdiff1d(args[5], known).size + known.size
+            counts.append((n_provisional, max(n_provisional_classes(once, n_seeds, y.size), known.size),
+                           max(n_provisional_classes(once + known.size, n_seeds, y.size), known.size)))
+        return confidence, n_provisional
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    FastProp(n_neighbors=10, random_state=0).fit(X, y, outliers=np.flatnonzero(truth < 0)[:3])
+    n_provisional, counted_once, counted_twice = counts[0]
+    assert counted_once != counted_twice  # the case tells the two apart
+    assert n_provisional == counted_once
