@@ -175,8 +175,9 @@ class FastProp(TransductiveEstimator):
         ``"auto"`` and no validation set the classes are built
         :data:`fastprop.novelty.AUTO_ROUNDS` (3) times, each next build for
         the samples the last blend puts below 0.5
-        (:func:`fastprop.novelty.refined_confidence`): +0.8 to +0.9 points
-        on average at 0.5 / 1 / 5% seeds. Measured
+        (:func:`fastprop.novelty.refined_confidence`; beyond 20,000
+        unlabeled samples the first two read a random sample of them):
+        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds. Measured
         (bench/RESULTS.md, issue #16) over the paper's confidence as the
         rest: +0.5 to +0.7 points of accuracy on average with a validation
         set, and with ``"auto"``'s cut at 0.5 +1.9 to +2.7 without. The
