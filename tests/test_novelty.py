@@ -269,8 +269,10 @@ def test_refined_confidence_identifies_again_below_the_cut_by_hand():
         calls.append(identified.tolist())
         iterations.append(max_iter)
         counts.append(represented)
-        assert_array_equal(rows, unlabeled) if max_iter == SCOUT_ITERATIONS else None
-        assert rows is None or max_iter == SCOUT_ITERATIONS
+        if max_iter == SCOUT_ITERATIONS:
+            assert_array_equal(rows, unlabeled)
+        else:
+            assert rows is None
         known = next(builds)
         return (None, 0) if known is None else (known if rows is None else known[rows], len(calls))
 
@@ -314,8 +316,8 @@ def test_scouting_builds_read_a_sample_that_stands_for_all_unlabeled_samples():
     reached = np.ones(10, dtype=bool)
     unlabeled = np.arange(10)
     scout_rows = np.array([1, 4, 6, 8, 9])
-    # Each build's known-class confidence is the probability itself: blend = probability (weight 1 when the
-    # provisional classes claim half or more of the rows read). Of the five rows read, 1 and 4 are below 0.5.
+    # Each build's known-class confidence is the label probability itself, so every blend is that probability
+    # whatever the known-class weight. Of the five rows read, 1 and 4 are below 0.5.
     calls = []
 
     def build_classes(identified, represented, max_iter, rows):
@@ -330,7 +332,7 @@ def test_scouting_builds_read_a_sample_that_stands_for_all_unlabeled_samples():
                      ([1, 4], 4, FULL_ITERATIONS, None)]
     assert_array_equal(known, probability)
     assert n_provisional == 3
-    # The final blend reads all unlabeled samples: 5 of 10 claimed, weight 1, the known-class confidence itself.
+    # The final blend reads all unlabeled samples: the probability again.
     assert_allclose(confidence, probability, rtol=0, atol=1e-15)
 
 
