@@ -15,6 +15,7 @@ from fastprop.novelty import (
     claimed_share,
     COLUMN_BLOCK,
     MAX_PROVISIONAL,
+    SCOUT_FROM,
     SCOUT_ROWS,
     farthest_first,
     known_class_confidence,
@@ -342,14 +343,20 @@ def test_scouting_rows_are_a_sorted_sample_only_when_there_are_many(monkeypatch)
     unlabeled = np.arange(3, 60, 2)
     rng = np.random.default_rng(0)
     state = rng.bit_generator.state
-    assert scouting_rows(unlabeled, 3, rng) is unlabeled  # 29 <= SCOUT_ROWS: all, nothing drawn
+    assert scouting_rows(unlabeled, 3, rng) is unlabeled  # 29 <= SCOUT_FROM: all, nothing drawn
     monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 10)
+    assert scouting_rows(unlabeled, 3, rng) is unlabeled  # still 29 <= SCOUT_FROM
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", 28)
     assert scouting_rows(unlabeled, 1, rng) is unlabeled  # no scouting build
     assert rng.bit_generator.state == state
     sample = scouting_rows(unlabeled, 3, rng)
     assert sample.size == 10 and np.all(np.diff(sample) > 0) and np.all(np.isin(sample, unlabeled))
     assert_array_equal(sample, scouting_rows(unlabeled, 3, np.random.default_rng(0)))
-    assert SCOUT_ROWS >= 20_000  # the real sets' tasks (<= 13k unlabeled samples) are never sampled
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", 5)
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 40)  # a sample larger than all of them: all
+    assert scouting_rows(unlabeled, 3, rng) is unlabeled
+    assert SCOUT_FROM >= 20_000  # the real sets' tasks (<= 13k unlabeled samples) are never sampled
+    assert SCOUT_FROM >= SCOUT_ROWS
 
 
 def test_known_class_confidence_of_some_rows_is_bit_for_bit_that_of_all_rows():
@@ -410,6 +417,7 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
 
     monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
     monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 100)
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", 100)
     models = [FastProp(n_neighbors=10, random_state=0).fit(X, y) for _ in range(2)]
     assert len(calls) == 2 * AUTO_ROUNDS
     scouts, last = calls[: AUTO_ROUNDS - 1], calls[AUTO_ROUNDS - 1]
@@ -421,7 +429,7 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
     assert last[1] == round(last[0] * unlabeled.size / 100) > last[0]
     assert_array_equal(models[0].confidence_, models[1].confidence_)  # the same draw for the same random_state
     assert models[0].n_provisional_classes_ > 0
-    monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", y.size)  # every unlabeled sample read
+    monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", y.size)  # every unlabeled sample read
     every = FastProp(n_neighbors=10, random_state=0).fit(X, y)
     for model in (models[0], every):  # both claim one unseeded cluster of two here, and keep the classes
         assert abs(np.mean(model.transduction_[truth < 0] == -1) - 0.5) < 0.02
