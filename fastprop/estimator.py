@@ -176,7 +176,7 @@ class FastProp(TransductiveEstimator):
         :data:`fastprop.novelty.AUTO_ROUNDS` (3) times, each next build for
         the samples the last blend puts below 0.5
         (:func:`fastprop.novelty.refined_confidence`; beyond 20,000
-        unlabeled samples the first two read a random sample of them):
+        unlabeled samples the first two read a random 5,000 of them):
         +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds. Measured
         (bench/RESULTS.md, issue #16) over the paper's confidence as the
         rest: +0.5 to +0.7 points of accuracy on average with a validation
