@@ -53,17 +53,19 @@ FULL_ITERATIONS = 300
 #: 1.06 -> 0.50 s (one build: 0.22 s).
 SCOUT_ITERATIONS = 50
 #: A build that only chooses the next build's samples reads the known-class
-#: confidence of every unlabeled sample up to this many of them, and beyond of
-#: a random sample of :data:`SCOUT_ROWS` (:func:`scouting_rows`), so that its
-#: cost stops growing with N: the next build's samples are then a random
-#: sample of those it would choose, standing for as many as the whole would
-#: give (``represented``). No real-set task measured had more (<= 13k).
+#: confidence of every unlabeled sample when there are at most this many, and
+#: of a random sample of :data:`SCOUT_ROWS` of them when there are more
+#: (:func:`scouting_rows`), so that its cost stops growing with N: the next
+#: build's samples are then a random sample of those it would choose,
+#: standing for as many as the whole would give (``represented``). No
+#: real-set task measured had more (<= 13k).
 SCOUT_FROM = 20_000
 #: The sample's size. A depth-2 smoothing of a row reads its neighbours'
 #: first step, so a sample costs its closed neighbourhood: 20,000 rows of a
 #: 1M-vertex graph reach about 60% of it, 5,000 about 20%. Measured at 1M
-#: (bench/RESULTS.md, issue #16 item 3): the two scouting builds 9.9 + 9.8 s
-#: with 20,000 rows, 6.0 + 5.4 s with 5,000, the same accuracy.
+#: (bench/RESULTS.md, issue #16 item 3), two interleaved pairs: the two
+#: scouting builds 5-8 s faster with 5,000 rows than with 20,000 (9.9 + 9.8
+#: -> 6.0 + 5.4 s), the same accuracy.
 SCOUT_ROWS = 5_000
 
 
