@@ -17,6 +17,9 @@ from .sharing import ThreadSharingBySize
 _IDENTITY = np.empty(0, dtype=np.int64)
 #: The empty ``value_scale`` array: values are read as they are.
 _UNSCALED = np.empty(0, dtype=np.float64)
+#: Rows of one block of :meth:`RandomWalk.smooth_in_blocks` (at a million samples and 16
+#: columns, 8 MB a block against 128 MB for all rows at once).
+BLOCK_ROWS = 65_536
 #: Whether a walk step's rows are shared among the threads, learnt for each size of step
 #: from every step this process runs (a fit takes a few dozen; SGC two): see
 #: :mod:`fastprop.sharing`. Its choice changes the time of a step, never its result.
@@ -104,7 +107,9 @@ class RandomWalk:
         ndarray of shape (len(rows), ...) with the trailing shape of ``values``
         """
         values = np.asarray(values)
+        trailing = values.shape[1:]
         columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
+        del values  # ``columns`` holds it: a temporary argument is freed once no step reads it
         scale = _UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if rows is None:
             everything = np.arange(self.graph.shape[0])
@@ -112,6 +117,7 @@ class RandomWalk:
                 result = _scaled_rows(columns, everything, scale)
             else:
                 result = self._step(columns, everything, scale=scale)
+                columns = None
                 for _ in range(depth - 1):
                     result = self._step(result, everything)
         else:
@@ -122,7 +128,32 @@ class RandomWalk:
             for begin in range(0, rows.size, chunk_rows):
                 chunk = rows[begin : begin + chunk_rows]
                 result[begin : begin + chunk.size] = self._smooth_chunk(columns, chunk, depth, position, scale)
-        return result.reshape((result.shape[0],) + values.shape[1:])
+        return result.reshape((result.shape[0],) + trailing)
+
+    def smooth_in_blocks(self, values, depth=1, row_scale=None):
+        """``smooth(values, None, depth, row_scale)``, :data:`BLOCK_ROWS` rows at a time.
+
+        The first ``depth - 1`` steps are taken for every row, the last one a
+        block of rows at a time as the blocks are asked for, so the whole
+        result is never held: at most one (n_samples, n_columns) float64 level
+        and one block are (the input too, unless the caller passes a temporary:
+        it is let go of after the first step). Every row is bit for bit the
+        same as in :meth:`smooth`.
+
+        Yields
+        ------
+        begin : int
+            The first row of the block.
+        smoothed : ndarray of shape (n_block_rows, n_columns), float64
+        """
+        columns = np.ascontiguousarray(np.asarray(values).reshape(values.shape[0], -1))
+        del values
+        scale = _UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64)
+        if depth > 1:
+            columns, scale = self.smooth(columns, None, depth - 1, row_scale=row_scale), _UNSCALED
+        for begin in range(0, columns.shape[0], BLOCK_ROWS):
+            rows = np.arange(begin, min(begin + BLOCK_ROWS, columns.shape[0]))
+            yield begin, (_scaled_rows(columns, rows, scale) if depth == 0 else self._step(columns, rows, scale=scale))
 
     def _chunk_rows(self, n_rows, n_columns):
         """Rows smoothed together: all of them once their neighbourhoods would cover the graph anyway.

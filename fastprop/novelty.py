@@ -240,18 +240,36 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     running_sum = np.zeros(n_rows)
     for begin in range(0, coef.shape[1], COLUMN_BLOCK):
         end = min(begin + COLUMN_BLOCK, coef.shape[1])
-        logits = walk.smooth(features @ coef[:, begin:end].astype(np.float32), rows, depth, row_scale=row_scale)
-        logits += intercept[begin:end]
-        if begin < n_known:
-            np.maximum(largest_known, logits[:, : n_known - begin].max(axis=1), out=largest_known)
-        block_max = logits.max(axis=1)
-        new_max = np.maximum(running_max, block_max)
-        running_sum *= np.exp(running_max - new_max)
-        logits -= new_max[:, None]  # in place: at 1M samples each (n, 16) temporary is 128 MB
-        running_sum += np.exp(logits, out=logits).sum(axis=1)
-        running_max = new_max
-        logits = None  # freed before the next block is smoothed
+        # X W's block is a temporary: freed after the first step. Every row's last step is taken a block
+        # of rows at a time (at a million samples the (n, 16) float64 result would be 128 MB).
+        if rows is None:
+            blocks = walk.smooth_in_blocks(features @ coef[:, begin:end].astype(np.float32), depth,
+                                           row_scale=row_scale)
+        else:
+            blocks = [(0, walk.smooth(features @ coef[:, begin:end].astype(np.float32), rows, depth,
+                                      row_scale=row_scale))]
+        for first_row, logits in blocks:
+            at = slice(first_row, first_row + logits.shape[0])
+            _log_sum_exp_update(logits, intercept[begin:end], n_known - begin, largest_known[at], running_max[at],
+                                running_sum[at])
     return np.exp(largest_known - running_max) / running_sum
+
+
+def _log_sum_exp_update(logits, intercept, n_known, largest_known, running_max, running_sum):
+    """Fold a block of columns' logits (changed in place) into the running statistics (changed in place).
+
+    ``largest_known`` takes the largest of the block's first ``n_known``
+    columns (none when ``n_known <= 0``); ``running_max`` and ``running_sum``
+    keep ``log sum exp`` of every column so far as ``running_max + log(running_sum)``.
+    """
+    logits += intercept
+    if n_known > 0:
+        np.maximum(largest_known, logits[:, :n_known].max(axis=1), out=largest_known)
+    new_max = np.maximum(running_max, logits.max(axis=1))
+    running_sum *= np.exp(running_max - new_max)
+    logits -= new_max[:, None]
+    running_sum += np.exp(logits, out=logits).sum(axis=1)
+    running_max[:] = new_max
 
 
 def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng,

@@ -122,6 +122,20 @@ def test_some_rows_are_bit_for_bit_those_of_all_rows(depth):
     assert_array_equal(walk.smooth(values, rows, depth), walk.smooth(values, None, depth)[rows])
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+@pytest.mark.parametrize("scaled", [False, True], ids=["unscaled", "row_scale"])
+def test_smoothing_in_blocks_of_rows_is_bit_for_bit_smoothing_at_once(depth, scaled, monkeypatch):
+    walk = RandomWalk(sp.csr_matrix(sparse_symmetric(50, seed=26, keep=0.06)))
+    rng = np.random.default_rng(27)
+    values = rng.normal(size=(50, 3)).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, size=50) if scaled else None
+    monkeypatch.setattr(adjacency, "BLOCK_ROWS", 7)
+    blocks = list(walk.smooth_in_blocks(values.copy(), depth, row_scale=scale))
+    assert [begin for begin, _ in blocks] == list(range(0, 50, 7))
+    assert [block.shape for _, block in blocks] == [(7, 3)] * 7 + [(1, 3)]
+    assert_array_equal(np.vstack([block for _, block in blocks]), walk.smooth(values, None, depth, row_scale=scale))
+
+
 def test_closed_neighbourhood_is_the_sorted_union_of_rows_and_their_neighbours():
     dense = sparse_symmetric(50, seed=26, keep=0.05)
     walk = RandomWalk(sp.csr_matrix(dense))

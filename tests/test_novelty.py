@@ -92,6 +92,22 @@ def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth):
     assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_once(depth, monkeypatch):
+    import fastprop.adjacency
+
+    rng = np.random.default_rng(depth)
+    X = rng.normal(size=(90, 5)).astype(np.float32)
+    walk = RandomWalk(build_knn_graph(X, 6, method="exact"))
+    coef, intercept = rng.normal(size=(5, COLUMN_BLOCK + 3)) * 3, rng.normal(size=COLUMN_BLOCK + 3)
+    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
+    at_once = known_class_confidence(walk, X, scale, coef, intercept, 4, depth)  # one block of 90 rows
+    monkeypatch.setattr(fastprop.adjacency, "BLOCK_ROWS", 16)
+    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth), at_once)
+    rows = np.array([89, 3, 40])
+    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, rows), at_once[rows])
+
+
 def clusters(seed=0, n_per=60, n_unseeded=2):
     """Two seeded clusters and ``n_unseeded`` clusters no seed reaches, on the sphere."""
     rng = np.random.default_rng(seed)
