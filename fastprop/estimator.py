@@ -438,11 +438,12 @@ class FastProp(TransductiveEstimator):
             graph = check_graph(graph, n_samples)
         context = FitContext(
             graph=graph, walk=RandomWalk(graph), features=features, row_scale=inverse_norms(features),
-            seed_class=seed_class, n_classes=classes.size, tie_rank=tie_rank, rng=rng,
-            workspace=self._workspace(graph, features.shape[1], classes.size), known_outliers=known_outliers,
+            seed_class=seed_class, n_classes=classes.size, tie_rank=tie_rank, rng=rng, known_outliers=known_outliers,
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
-        found = propagation_pass(context, pass_options(self), notify)
+        # The patch buffers go to the pass alone, which frees them after its loop.
+        found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
+                                 pass_options(self), notify)
         timings.update(found.timings)
         final = found.confidence
         final[known_outliers] = 0.0

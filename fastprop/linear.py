@@ -132,17 +132,19 @@ def softmax_proba(features, coef, intercept):
     return softmax(np.asarray(features, dtype=np.float64) @ coef + intercept, axis=1)
 
 
-def write_softmax_rows(out, rows, logits, intercept, block=65_536):
-    """``out[rows] = softmax(logits[rows] + intercept)``, ``block`` rows at a time.
+def write_softmax_rows(out, rows, logits_of, intercept, block=65_536):
+    """``out[rows] = softmax(logits_of(rows) + intercept)``, ``block`` rows at a time.
 
-    The same rows as one :func:`softmax_proba` of them all, without its
-    (len(rows), n_classes) temporaries: at a million samples and 20 classes
-    five of them (~800 MB) were the fit's peak of memory.
+    ``logits_of(some_rows)`` gives the logits of those rows (e.g. a row
+    lookup, or the last smoothing step of just those rows). The same rows as
+    one :func:`softmax_proba` of them all, without its (len(rows),
+    n_classes) temporaries: at a million samples and 20 classes five of them
+    (~800 MB) were the fit's peak of memory.
     """
     identity = np.eye(intercept.size)
     for begin in range(0, rows.size, block):
         chunk = rows[begin : begin + block]
-        out[chunk] = softmax_proba(logits[chunk], identity, intercept)
+        out[chunk] = softmax_proba(logits_of(chunk), identity, intercept)
 
 
 def fit_logistic_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6):

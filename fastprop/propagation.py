@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .adjacency import RandomWalk
+from .adjacency import BLOCK_ROWS, RandomWalk
 from .confnet import confnet_confidence, structural_features
 from .linear import fit_softmax_regression, softmax_proba, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
 from .rows import unit_rows
-from .scheduler import (LinearPatchPredictor, PatchWorkspace, PropagationState, propagate, training_features,
-                        training_patches)
+from .scheduler import LinearPatchPredictor, PropagationState, propagate, training_features, training_patches
 from .self_training import most_confident_per_class
 from .threshold import final_confidence
 
@@ -43,7 +42,6 @@ class FitContext:
     n_classes: int
     tie_rank: np.ndarray
     rng: np.random.Generator
-    workspace: PatchWorkspace
     known_outliers: np.ndarray  # unlabeled samples known to be of no class: never pseudo-labels
 
 
@@ -102,12 +100,17 @@ class PassResult:
     timings: dict
 
 
-def propagation_pass(context, options, notify):
+def propagation_pass(context, workspace, options, notify):
     """Train the local predictor on the seeds, propagate, run ConfNet.
 
     Parameters
     ----------
     context : FitContext
+    workspace : PatchWorkspace
+        The patch buffers. The pass holds the only reference the caller should
+        leave it (pass it as a temporary): it lets go of them after the loop,
+        so that they are freed before the whole-graph products (~150 MB at
+        a million samples).
     options : PassOptions
     notify : fastprop._progress.Reporter
         Told each stage as it starts; its ``propagation`` method is the patch loop's progress.
@@ -120,9 +123,9 @@ def propagation_pass(context, options, notify):
     clock = time.perf_counter()
     notify("training")
     if options.local_predictor == "sgc":
-        local = _LinearLocalPredictor(context, options)
+        local = _LinearLocalPredictor(context, workspace, options)
     else:
-        local = _NetworkLocalPredictor(context, options)
+        local = _NetworkLocalPredictor(context, workspace, options)
     timings["training"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -130,48 +133,62 @@ def propagation_pass(context, options, notify):
     if options.confidence == "random":
         override = context.rng.random(context.features.shape[0]).__getitem__
     state = propagate(
-        context.workspace, local.patches, context.seed_class, context.tie_rank,
+        workspace, local.patches, context.seed_class, context.tie_rank,
         confident_threshold=options.confident_threshold,
         single_view_confidence=options.single_view_confidence,
         process_capped_patches=options.process_capped_patches,
         confidence_override=override,
         progress=notify.propagation if notify.active else None,
     )
+    del workspace  # the loop's buffers, freed
     timings["propagation"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     labeled = context.seed_class >= 0
     distributions, multiview = distributions_from_views(state, local.graph_logits, local.bias, labeled)
-    graph_logits = local.finish() if options.labels == "graph" else None
+    whole_graph_labels = options.labels == "graph"
+    if whole_graph_labels:
+        local.finish()
     confnet = None
     if options.confidence in ("both", "confnet"):
         notify("confnet")
-        if options.confnet_features == "structure":
-            inputs = structural_features(context.walk, distributions, state.view_count)
-        else:
-            inputs = unit_rows(context.features)
-        confnet = confnet_confidence(
-            context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=options.eta,
-            depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
-        )
+        confnet = _confnet(context, options, distributions, state.view_count, multiview, labeled)
     confidence = final_confidence(options.confidence, multiview, confnet, labeled)
     timings["confnet"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    if graph_logits is not None and options.pseudo_labels and options.local_predictor == "sgc":
-        predicted = (graph_logits + local.bias).argmax(axis=1)
-        graph_logits = None  # freed before the refit makes its own (160 MB at 1M samples)
-        graph_logits = _self_trained(context, options, local, predicted, confidence)
+    if whole_graph_labels and options.pseudo_labels and options.local_predictor == "sgc":
+        _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence)
     timings["self_training"] = time.perf_counter() - clock
-    if graph_logits is not None:
-        unlabeled = np.flatnonzero(~labeled)
-        write_softmax_rows(distributions, unlabeled, graph_logits, local.bias)
+    if whole_graph_labels:
+        write_softmax_rows(distributions, np.flatnonzero(~labeled), local.graph_logits, local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
                       confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches,
                       timings=timings)
 
 
+def _confnet(context, options, distributions, view_count, multiview, labeled):
+    """ConfNet's confidence of every sample (its inputs freed on return: 70 MB at a million samples)."""
+    if options.confnet_features == "structure":
+        inputs = structural_features(context.walk, distributions, view_count)
+    else:
+        inputs = unit_rows(context.features)
+    return confnet_confidence(
+        context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=options.eta,
+        depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
+    )
+
+
+def _whole_graph_classes(local, n_samples):
+    """The class ``local`` gives every sample on the whole graph, :data:`BLOCK_ROWS` rows at a time."""
+    predicted = np.empty(n_samples, dtype=np.int64)
+    for begin in range(0, n_samples, BLOCK_ROWS):
+        rows = np.arange(begin, min(begin + BLOCK_ROWS, n_samples))
+        predicted[rows] = (local.graph_logits(rows) + local.bias).argmax(axis=1)
+    return predicted
+
+
 def _self_trained(context, options, local, predicted, confidence):
-    """The whole-graph logits of ``local`` refitted on the seeds and its most confident labels.
+    """Refit ``local`` on the seeds and its most confident labels, and :meth:`finish` it again.
 
     See :mod:`fastprop.self_training`: ``options.pseudo_labels`` split evenly
     among the classes, the most confident unlabeled samples of each
@@ -180,7 +197,9 @@ def _self_trained(context, options, local, predicted, confidence):
     candidates = np.setdiff1d(np.flatnonzero(context.seed_class < 0), context.known_outliers)
     per_class = -(-options.pseudo_labels // context.n_classes)
     chosen = most_confident_per_class(predicted, confidence, candidates, per_class, context.tie_rank)
-    return local.refit(context, options, chosen, predicted[chosen])
+    chosen_class = predicted[chosen]
+    del candidates, predicted  # freed before the refit's whole-graph products (8 MB each at 1M samples)
+    local.refit(context, options, chosen, chosen_class)
 
 
 class _LinearLocalPredictor:
@@ -191,13 +210,13 @@ class _LinearLocalPredictor:
     ``(X / |X|) W`` (:class:`~fastprop.scheduler.LinearPatchPredictor`).
     """
 
-    def __init__(self, context, options):
+    def __init__(self, context, workspace, options):
         self.walk = context.walk
         self.depth = depth = options.predictor_depth
         self.seed_rows = None  # the seeds' whole-graph SGC rows, kept for a refit
         if options.predictor_training == "patches":
             rows, row_class, self.n_training_patches = training_features(
-                context.workspace, unit_rows(context.features), context.seed_class, context.tie_rank
+                workspace, unit_rows(context.features), context.seed_class, context.tie_rank
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
@@ -205,17 +224,16 @@ class _LinearLocalPredictor:
             row_class, self.n_training_patches = context.seed_class[seeds], 0
         self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
                                                       l2=options.predictor_l2)
-        self.logits = self._logits(context)
-        self.patches = LinearPatchPredictor(self.logits, self.bias)
-        self.levels = []
+        self._start(context)
+        self.patches = LinearPatchPredictor(self.level, self.bias)
 
     def refit(self, context, options, pseudo, pseudo_class):
         """Fit again on the seeds and the ``pseudo`` samples of classes ``pseudo_class``, from the current fit.
 
         The rows are whole-graph SGC rows, whatever ``predictor_training``
-        says. Returns :meth:`finish` of the refitted predictor (its levels replace the old ones).
+        says. The refitted predictor is :meth:`finish`-ed (its levels replace the old ones).
         """
-        self.levels = []
+        self.levels = self.level = None  # freed before the refit makes its own (160 MB each at 1M samples)
         seeds = np.flatnonzero(context.seed_class >= 0)
         if self.seed_rows is None:
             self.seed_rows = self.walk.smooth(context.features, seeds, self.depth, row_scale=context.row_scale)
@@ -224,31 +242,36 @@ class _LinearLocalPredictor:
         targets = np.eye(context.n_classes)[np.r_[context.seed_class[seeds], pseudo_class]]
         self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
                                                       initial=(self.coef, self.bias))
-        self.logits = self._logits(context)
-        return self.finish()
+        self._start(context)
+        self.finish()
 
-    def _logits(self, context):
+    def _start(self, context):
+        """Level 0, ``L = (X / |X|) W`` in float64, and no level kept yet."""
         # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
-        logits = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
+        self.level = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
         if context.row_scale is not None:
-            logits *= context.row_scale[:, None]
-        return logits
+            self.level *= context.row_scale[:, None]
+        self.steps_left = self.depth  # self.level is S^(depth - steps_left) L
+        self.levels = []
 
     def graph_logits(self, rows):
-        """``S^depth (X / |X|) W`` at ``rows``."""
-        return self.walk.smooth(self.logits, rows, self.depth)
+        """``S^depth (X / |X|) W`` at ``rows``: the steps left from the current level, for these rows only."""
+        return self.walk.smooth(self.level, rows, self.steps_left)
 
     def finish(self):
-        """``S^depth (X / |X|) W`` everywhere, keeping each level ``S^k (X / |X|) W`` (k < depth) for new points.
+        """Keep each level ``S^k (X / |X|) W`` (k < depth) for new points, and the last in float64.
 
-        Smoothed one step at a time (the same arithmetic as one smoothing of the whole depth).
+        Smoothed one step at a time (the same arithmetic as one smoothing of the whole depth), each
+        float64 level freed once the next is made (at a million samples each is 160 MB). The whole
+        graph's logits are never held: :meth:`graph_logits` then takes the last step for the rows
+        it is asked for.
         """
-        smoothed = self.logits
-        for _ in range(self.depth):
-            self.levels.append(smoothed.astype(np.float32))
-            smoothed = self.walk.smooth(smoothed, None, 1)
-        self.logits = self.patches = None
-        return smoothed
+        self.patches = None
+        while len(self.levels) < self.depth:
+            self.levels.append(self.level.astype(np.float32))
+            if self.steps_left > 1:
+                self.level = self.walk.smooth(self.level, None, 1)
+                self.steps_left -= 1
 
     def scorer(self):
         """The predictor for new points (:class:`~fastprop.prediction.LinearScorer`)."""
@@ -260,12 +283,12 @@ class _LinearLocalPredictor:
 class _NetworkLocalPredictor:
     """A two-layer local network of a pass (:mod:`fastprop.local_networks`)."""
 
-    def __init__(self, context, options):
+    def __init__(self, context, workspace, options):
         unit = unit_rows(context.features)
         patches = None
         if options.predictor_training == "patches":
-            patches = [context.workspace.patch[:size].copy()
-                       for size in training_patches(context.workspace, context.seed_class, context.tie_rank)]
+            patches = [workspace.patch[:size].copy()
+                       for size in training_patches(workspace, context.seed_class, context.tie_rank)]
         self.n_training_patches = 0 if patches is None else len(patches)
         self.network = LOCAL_NETWORKS[options.local_predictor].train(
             context.graph, unit, context.seed_class, context.n_classes, patches, context.rng
@@ -278,13 +301,13 @@ class _NetworkLocalPredictor:
 
     def graph_logits(self, rows):
         """The network on the whole graph, at ``rows``."""
-        return self.finish()[rows]
+        self.finish()
+        return self.whole_graph[rows]
 
     def finish(self):
         """The network on the whole graph, everywhere (computed once)."""
         if self.whole_graph is None:
             self.whole_graph = self.network.whole_graph_logits(self.walk)
-        return self.whole_graph
 
     def scorer(self):
         """The network itself, with what the whole graph gave its layers (for new points)."""

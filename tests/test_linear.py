@@ -142,7 +142,14 @@ def test_softmax_rows_written_in_blocks_are_those_of_one_softmax():
     intercept = rng.normal(size=4)
     rows = np.array([3, 0, 49, 17, 22, 8, 31])
     out = np.full((50, 4), -1.0)
-    write_softmax_rows(out, rows, logits, intercept, block=3)
+    asked = []
+
+    def logits_of(some_rows):
+        asked.append(some_rows.copy())
+        return logits[some_rows]
+
+    write_softmax_rows(out, rows, logits_of, intercept, block=3)
+    assert [chunk.tolist() for chunk in asked] == [[3, 0, 49], [17, 22, 8], [31]]
     assert_array_equal(out[rows], softmax_proba(logits[rows], np.eye(4), intercept))
     expected = np.exp(logits[rows] + intercept)
     assert_allclose(out[rows], expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
