@@ -135,10 +135,10 @@ class RandomWalk:
 
         The first ``depth - 1`` steps are taken for every row, the last one a
         block of rows at a time as the blocks are asked for, so the whole
-        result is never held: at most one (n_samples, n_columns) float64 level
-        and one block are (the input too, unless the caller passes a temporary:
-        it is let go of after the first step). Every row is bit for bit the
-        same as in :meth:`smooth`.
+        result is never held: one (n_samples, n_columns) float64 level and one
+        block are, and the input (a temporary one only until the first step
+        has read it, when ``depth > 1``). Every row is bit for bit the same as
+        in :meth:`smooth`.
 
         Yields
         ------

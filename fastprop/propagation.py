@@ -106,11 +106,10 @@ def propagation_pass(context, workspace, options, notify):
     Parameters
     ----------
     context : FitContext
-    workspace : PatchWorkspace
-        The patch buffers. The pass holds the only reference the caller should
-        leave it (pass it as a temporary): it lets go of them after the loop,
-        so that they are freed before the whole-graph products (~150 MB at
-        a million samples).
+    workspace : fastprop.scheduler.PatchWorkspace
+        The patch buffers, passed as a temporary (the caller keeps no
+        reference): the pass lets go of them after its loop, so that they are
+        freed before the whole-graph products (~150 MB at a million samples).
     options : PassOptions
     notify : fastprop._progress.Reporter
         Told each stage as it starts; its ``propagation`` method is the patch loop's progress.
