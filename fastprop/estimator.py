@@ -503,7 +503,7 @@ class FastProp(TransductiveEstimator):
         self.graph_ = graph
         self.timings_ = timings
         self.predictor_ = NeighbourhoodPredictor(
-            features, context.row_scale, found.scorer, n_neighbors=self.n_neighbors, confidence=final,
+            features, context.row_scale, found.make_scorer(), n_neighbors=self.n_neighbors, confidence=final,
             fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
         )

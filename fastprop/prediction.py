@@ -42,9 +42,10 @@ from scipy.special import softmax
 
 from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
+from .adjacency import BLOCK_ROWS
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
 from .locality import insertion_order, spatial_order
-from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
+from .rows import SIMILARITY_BLOCK_BYTES, float64_scaled_rows, unit_rows
 
 #: New points labelled at a time (bounds the (rows, n_neighbors, n_classes) gathers).
 ROWS_PER_BLOCK = 2048
@@ -218,6 +219,39 @@ class LinearScorer:
         self.logit_levels = tuple(logit_levels)
         self.coef = np.asarray(coef, dtype=np.float32)
         self.intercept = np.asarray(intercept, dtype=np.float64)
+
+    @classmethod
+    def from_later_levels(cls, features, row_scale, coef, intercept, later_levels):
+        """The scorer of the fitted SGC predictor ``(coef, intercept)``, given its levels but the first.
+
+        Level 0, ``(X / |X|) W``, is made here, in the buffer of the float32
+        ``X W`` a block of rows at a time (the float32 copy of the float64
+        level the fit smooths, bit for bit): ``fit`` calls this last, so that
+        this level is not held through its larger temporaries.
+
+        Parameters
+        ----------
+        features : ndarray of shape (n_samples, n_features), float32
+            The fitted embeddings, as the fit read them.
+        row_scale : ndarray of shape (n_samples,) or None
+            Their inverse norms (None: unit rows).
+        coef, intercept
+            See the class.
+        later_levels : sequence of ndarray of shape (n_samples, n_classes), float32, or None
+            ``S^k L`` for ``k = 1 .. depth - 1`` (empty for depth 1); None for depth 0.
+
+        Returns
+        -------
+        LinearScorer
+        """
+        if later_levels is None:
+            return cls([], coef, intercept)
+        logits = features @ np.asarray(coef).astype(np.float32)
+        for begin in range(0, logits.shape[0], BLOCK_ROWS):
+            rows = slice(begin, begin + BLOCK_ROWS)
+            logits[rows] = float64_scaled_rows(logits[rows], None if row_scale is None else row_scale[rows])
+        levels = [logits, *later_levels]
+        return cls(levels, coef, intercept)
 
     def logits_of_rows(self, unit, indices, weights):
         """Logits (with ``b``) of points with unit rows ``unit`` and graph rows ``(indices, weights)``."""

@@ -8,6 +8,7 @@ ConfNet. It also returns what :mod:`fastprop.prediction` needs to label new
 points with the same predictor.
 """
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from .confnet import confnet_confidence, structural_features
 from .linear import fit_softmax_regression, softmax_proba, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
-from .rows import unit_rows
+from .rows import float64_scaled_rows, unit_rows
 from .scheduler import LinearPatchPredictor, PropagationState, propagate, training_features, training_patches
 from .self_training import most_confident_per_class
 from .threshold import final_confidence
@@ -82,10 +83,13 @@ class PassResult:
     confidence : ndarray of shape (n_samples,)
         The paper's final confidence of the two
         (:func:`fastprop.threshold.final_confidence`), seeds 1.
-    scorer : LinearScorer, LocalGCN or LocalGAT
-        The local predictor as new points need it: its ``logits_of_rows``
+    make_scorer : callable
+        Called without arguments, returns the local predictor as new points
+        need it (LinearScorer, LocalGCN or LocalGAT): its ``logits_of_rows``
         labels a point from its own row and its graph row into the fitted
-        samples (see :mod:`fastprop.prediction`).
+        samples (see :mod:`fastprop.prediction`). The SGC predictor's level 0
+        is made by the call (at a million samples and 20 classes 76 MB):
+        call it once the larger temporaries are gone.
     n_training_patches : int
     timings : dict
     """
@@ -95,7 +99,7 @@ class PassResult:
     multiview: np.ndarray
     confnet: object
     confidence: np.ndarray
-    scorer: object
+    make_scorer: object
     n_training_patches: int
     timings: dict
 
@@ -161,8 +165,8 @@ def propagation_pass(context, workspace, options, notify):
     if whole_graph_labels:
         write_softmax_rows(distributions, np.flatnonzero(~labeled), local.graph_logits, local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
-                      confidence=confidence, scorer=local.scorer(), n_training_patches=local.n_training_patches,
-                      timings=timings)
+                      confidence=confidence, make_scorer=local.make_scorer(),
+                      n_training_patches=local.n_training_patches, timings=timings)
 
 
 def _confnet(context, options, distributions, view_count, multiview, labeled):
@@ -211,6 +215,8 @@ class _LinearLocalPredictor:
 
     def __init__(self, context, workspace, options):
         self.walk = context.walk
+        self.features = context.features
+        self.row_scale = context.row_scale
         self.depth = depth = options.predictor_depth
         self.seed_rows = None  # the seeds' whole-graph SGC rows, kept for a refit
         if options.predictor_training == "patches":
@@ -223,16 +229,16 @@ class _LinearLocalPredictor:
             row_class, self.n_training_patches = context.seed_class[seeds], 0
         self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
                                                       l2=options.predictor_l2)
-        self._start(context)
+        self._start()
         self.patches = LinearPatchPredictor(self.level, self.bias)
 
     def refit(self, context, options, pseudo, pseudo_class):
         """Fit again on the seeds and the ``pseudo`` samples of classes ``pseudo_class``, from the current fit.
 
         The rows are whole-graph SGC rows, whatever ``predictor_training``
-        says. The refitted predictor is :meth:`finish`-ed (its levels replace the old ones).
+        says. The refitted predictor is :meth:`finish`-ed (its level replaces the old one).
         """
-        self.levels = self.level = None  # freed before the refit makes its own (160 MB each at 1M samples)
+        self.level = self.later_levels = None  # freed before the refit makes its own (160 + 80 MB at 1M samples)
         seeds = np.flatnonzero(context.seed_class >= 0)
         if self.seed_rows is None:
             self.seed_rows = self.walk.smooth(context.features, seeds, self.depth, row_scale=context.row_scale)
@@ -241,42 +247,44 @@ class _LinearLocalPredictor:
         targets = np.eye(context.n_classes)[np.r_[context.seed_class[seeds], pseudo_class]]
         self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
                                                       initial=(self.coef, self.bias))
-        self._start(context)
+        self._start()
         self.finish()
 
-    def _start(self, context):
-        """Level 0, ``L = (X / |X|) W`` in float64, and no level kept yet."""
+    def _start(self):
+        """Level 0, ``L = (X / |X|) W`` in float64, with every step still to take."""
         # The cosine graph's predictor sees unit rows: scale X @ W rather than copy X normalised.
-        self.level = (context.features @ self.coef.astype(np.float32)).astype(np.float64)
-        if context.row_scale is not None:
-            self.level *= context.row_scale[:, None]
+        self.level = float64_scaled_rows(self.features @ self.coef.astype(np.float32), self.row_scale)
         self.steps_left = self.depth  # self.level is S^(depth - steps_left) L
-        self.levels = []
+        self.later_levels = []  # float32 copies of S^k L, 0 < k < depth, kept for new points as they are made
 
     def graph_logits(self, rows):
         """``S^depth (X / |X|) W`` at ``rows``: the steps left from the current level, for these rows only."""
         return self.walk.smooth(self.level, rows, self.steps_left)
 
     def finish(self):
-        """Keep each level ``S^k (X / |X|) W`` (k < depth) for new points, and the last in float64.
+        """Take every whole-graph step but the last: :meth:`graph_logits` then takes it for the rows asked.
 
-        Smoothed one step at a time (the same arithmetic as one smoothing of the whole depth), each
-        float64 level freed once the next is made (at a million samples each is 160 MB). The whole
-        graph's logits are never held: :meth:`graph_logits` then takes the last step for the rows
-        it is asked for.
+        One step at a time (the same arithmetic as one smoothing of the whole
+        depth), each float64 level freed once the next is made (at a million
+        samples each is 160 MB), its float32 copy kept for new points. The
+        whole graph's logits are never held.
         """
         self.patches = None
-        while len(self.levels) < self.depth:
-            self.levels.append(self.level.astype(np.float32))
-            if self.steps_left > 1:
-                self.level = self.walk.smooth(self.level, None, 1)
-                self.steps_left -= 1
+        while self.steps_left > 1:
+            self.level = self.walk.smooth(self.level, None, 1)
+            self.steps_left -= 1
+            self.later_levels.append(self.level.astype(np.float32))
 
-    def scorer(self):
-        """The predictor for new points (:class:`~fastprop.prediction.LinearScorer`)."""
-        if len(self.levels) < self.depth:
-            self.finish()
-        return LinearScorer(self.levels, self.coef, self.bias)
+    def make_scorer(self):
+        """A function making the predictor for new points (:class:`~fastprop.prediction.LinearScorer`).
+
+        It holds the float32 levels after the first, none in float64: level
+        0 is made when it is called (``LinearScorer.from_later_levels``),
+        which ``fit`` does last.
+        """
+        self.finish()
+        return functools.partial(LinearScorer.from_later_levels, self.features, self.row_scale, self.coef,
+                                 self.bias, self.later_levels if self.depth > 0 else None)
 
 
 class _NetworkLocalPredictor:
@@ -308,10 +316,11 @@ class _NetworkLocalPredictor:
         if self.whole_graph is None:
             self.whole_graph = self.network.whole_graph_logits(self.walk)
 
-    def scorer(self):
-        """The network itself, with what the whole graph gave its layers (for new points)."""
+    def make_scorer(self):
+        """A function returning the network itself, with what the whole graph gave its layers (for new points)."""
         self.finish()
-        return self.network
+        network = self.network
+        return lambda: network
 
 
 def distributions_from_views(state, graph_logits, bias, labeled):

@@ -1,7 +1,8 @@
-"""Row norms of feature matrices, and the memory budget of blocked similarity products.
+"""Row norms of feature matrices, rows scaled by them, and the memory budget of blocked similarity products.
 
 Shared by the kNN search (:mod:`fastprop.graph`), the spatial order of its
-hnsw inserts (:mod:`fastprop.locality`) and the estimator.
+hnsw inserts (:mod:`fastprop.locality`), the local predictor's logits
+(:mod:`fastprop.propagation`, :mod:`fastprop.prediction`) and the estimator.
 """
 
 import numpy as np
@@ -37,3 +38,16 @@ def unit_rows(features):
     if scale is None:
         return features
     return (features * scale[:, None]).astype(features.dtype, copy=False)
+
+
+def float64_scaled_rows(values, row_scale):
+    """``values`` as a C-contiguous float64 copy with row ``i`` multiplied by ``row_scale[i]``.
+
+    The logits of unit rows from those of raw rows (``(X / |X|) W =
+    diag(1 / |X|) X W``), the same arithmetic wherever they are made, so that
+    every copy of them is bit for bit the same. ``row_scale`` None: no scaling.
+    """
+    result = np.array(values, dtype=np.float64, order="C")
+    if row_scale is not None:
+        result *= row_scale[:, None]
+    return result

@@ -78,13 +78,14 @@ def test_inputs_unchanged_and_bit_identical_repeats():
 @pytest.mark.parametrize("predictor_depth", [1, 2])
 def test_whole_graph_products_in_blocks_of_rows_change_nothing(predictor_depth, monkeypatch):
     import fastprop.adjacency
+    import fastprop.prediction
     import fastprop.propagation
 
     X, y, _ = two_clusters_and_outliers(seed=2, n_cluster=200, n_outlier=120)
     graph = build_knn_graph(X, 8)
     at_once = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph)  # 520 rows: one block
     assert at_once.n_provisional_classes_ > 0  # the known-class confidence of every row is smoothed too
-    for module in (fastprop.adjacency, fastprop.propagation):
+    for module in (fastprop.adjacency, fastprop.propagation, fastprop.prediction):
         monkeypatch.setattr(module, "BLOCK_ROWS", 64)
     in_blocks = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph)
     for name in ("transduction_", "label_distributions_", "confidence_"):

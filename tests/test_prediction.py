@@ -67,6 +67,30 @@ def test_a_fitted_sample_with_its_own_graph_row_gets_its_transductive_label(fitt
     assert_own_rows_give_fitted_labels(model, X, y, step=7)
 
 
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_linear_scorer_level_zero_is_the_unit_rows_logits_made_in_blocks_of_rows(depth, monkeypatch):
+    from fastprop.adjacency import RandomWalk
+    from fastprop.rows import float64_scaled_rows, inverse_norms
+
+    X, y, _ = clusters(n_per_class=30)
+    walk, row_scale = RandomWalk(FastProp(n_neighbors=6, random_state=0).fit(X, y).graph_), inverse_norms(X)
+    coef = np.random.default_rng(0).normal(size=(X.shape[1], 7))
+    intercept = np.arange(7.0)
+    logits = float64_scaled_rows(X @ coef.astype(np.float32), row_scale)  # the fit's float64 level 0
+    later = [walk.smooth(logits, None, k).astype(np.float32) for k in range(1, depth)]
+    monkeypatch.setattr(prediction, "BLOCK_ROWS", 7)  # level 0's rows
+    scorer = prediction.LinearScorer.from_later_levels(X, row_scale, coef, intercept, later if depth else None)
+    assert len(scorer.logit_levels) == depth
+    if depth:
+        level = scorer.logit_levels[0]
+        assert level.dtype == np.float32 and level.shape == (X.shape[0], 7)
+        assert_array_equal(level, logits.astype(np.float32))  # bit for bit the fit's, in float32
+        unit = X.astype(np.float64) / np.linalg.norm(X.astype(np.float64), axis=1, keepdims=True)
+        assert_allclose(level, unit @ coef, rtol=1e-5, atol=1e-5)
+        assert all(kept is given for kept, given in zip(scorer.logit_levels[1:], later))
+    assert_array_equal(scorer.intercept, intercept)
+
+
 def test_exact_neighbours_are_the_cosine_top_k(fitted):
     X, _, _, model = fitted
     rng = np.random.default_rng(2)
