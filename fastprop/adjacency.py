@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from ._kernels.csr import scale_rows
 from ._kernels.walk import inverse_closed_degree, walk_rows
+from .rows import float64_scaled_rows
 from .sharing import ThreadSharingBySize
 
 #: The empty ``position`` array: every vertex reads its own row of the values.
@@ -106,11 +107,9 @@ class RandomWalk:
         -------
         ndarray of shape (len(rows), ...) with the trailing shape of ``values``
         """
-        values = np.asarray(values)
-        trailing = values.shape[1:]
-        columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
+        trailing = np.shape(values)[1:]
+        columns, scale = _columns_and_scale(values, row_scale)
         del values  # ``columns`` holds it: a temporary argument is freed once no step reads it
-        scale = _UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if rows is None:
             everything = np.arange(self.graph.shape[0])
             if depth == 0:
@@ -146,9 +145,8 @@ class RandomWalk:
             The first row of the block.
         smoothed : ndarray of shape (n_block_rows, n_columns), float64
         """
-        columns = np.ascontiguousarray(np.asarray(values).reshape(values.shape[0], -1))
+        columns, scale = _columns_and_scale(values, row_scale)
         del values
-        scale = _UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         if depth > 1:
             columns, scale = self.smooth(columns, None, depth - 1, row_scale=row_scale), _UNSCALED
         for begin in range(0, columns.shape[0], BLOCK_ROWS):
@@ -205,9 +203,13 @@ class RandomWalk:
         return out
 
 
+def _columns_and_scale(values, row_scale):
+    """``values`` as a C-contiguous (n_samples, n_columns) array and ``row_scale`` as the kernels read it."""
+    values = np.asarray(values)
+    columns = np.ascontiguousarray(values.reshape(values.shape[0], -1))
+    return columns, (_UNSCALED if row_scale is None else np.asarray(row_scale, dtype=np.float64))
+
+
 def _scaled_rows(values, rows, scale):
     """``values[rows]`` in float64, row ``v`` times ``scale[v]`` unless ``scale`` is empty."""
-    selected = values[rows].astype(np.float64)
-    if scale.size:
-        selected *= scale[rows, None]
-    return selected
+    return float64_scaled_rows(values[rows], scale[rows] if scale.size else None)
