@@ -460,16 +460,21 @@ class FastProp(TransductiveEstimator):
         self.n_provisional_classes_ = 0
         known = None
         if self.provisional_classes and self.confidence != "random":
+            # Without truth to choose a threshold on, "auto" cuts the blend at 0.5: the classes are built
+            # AUTO_ROUNDS times, the known ones also from self-training's labels (TOP_UP_ROWS).
+            unsupervised = validation is None and isinstance(self.outlier_threshold, str)
+
             def build_classes(identified, represented, max_iter, rows):
                 return provisional_class_confidence(
                     context.walk, features, context.row_scale, seed_class, classes.size, identified,
                     depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=rng,
                     known_outliers=known_outliers, max_iter=max_iter, represented=represented, rows=rows,
+                    pseudo_labels=found.pseudo_labels if unsupervised else None,
                 )
 
             rounds = 0
             if identifying > 0 or known_outliers.size:
-                rounds = AUTO_ROUNDS if validation is None and isinstance(self.outlier_threshold, str) else 1
+                rounds = AUTO_ROUNDS if unsupervised else 1
             final, known, self.n_provisional_classes_ = refined_confidence(
                 final, np.flatnonzero((final < identifying) & ~labeled), found.distributions.max(axis=1),
                 found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,

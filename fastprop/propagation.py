@@ -83,6 +83,10 @@ class PassResult:
     confidence : ndarray of shape (n_samples,)
         The paper's final confidence of the two
         (:func:`fastprop.threshold.final_confidence`), seeds 1.
+    pseudo_labels : (ndarray of int64, ndarray of int64)
+        The samples self-training added to the seeds and their classes
+        (:func:`fastprop.self_training.most_confident_per_class`: by class,
+        most confident first); both empty without self-training.
     make_scorer : callable
         Called without arguments, returns the local predictor as new points
         need it (LinearScorer, LocalGCN or LocalGAT): its ``logits_of_rows``
@@ -99,6 +103,7 @@ class PassResult:
     multiview: np.ndarray
     confnet: object
     confidence: np.ndarray
+    pseudo_labels: tuple
     make_scorer: object
     n_training_patches: int
     timings: dict
@@ -159,13 +164,14 @@ def propagation_pass(context, workspace, options, notify):
     confidence = final_confidence(options.confidence, multiview, confnet, labeled)
     timings["confnet"] = time.perf_counter() - clock
     clock = time.perf_counter()
+    pseudo_labels = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     if whole_graph_labels and options.pseudo_labels and options.local_predictor == "sgc":
-        _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence)
+        pseudo_labels = _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence)
     timings["self_training"] = time.perf_counter() - clock
     if whole_graph_labels:
         write_softmax_rows(distributions, np.flatnonzero(~labeled), local.graph_logits, local.bias)
     return PassResult(state=state, distributions=distributions, multiview=multiview, confnet=confnet,
-                      confidence=confidence, make_scorer=local.make_scorer(),
+                      confidence=confidence, pseudo_labels=pseudo_labels, make_scorer=local.make_scorer(),
                       n_training_patches=local.n_training_patches, timings=timings)
 
 
@@ -196,6 +202,7 @@ def _self_trained(context, options, local, predicted, confidence):
     See :mod:`fastprop.self_training`: ``options.pseudo_labels`` split evenly
     among the classes, the most confident unlabeled samples of each
     ``predicted`` class (known outliers excepted), by ``confidence``, join the seeds.
+    Returns those samples and their classes (by class, most confident first).
     """
     candidates = np.setdiff1d(np.flatnonzero(context.seed_class < 0), context.known_outliers)
     per_class = -(-options.pseudo_labels // context.n_classes)
@@ -203,6 +210,7 @@ def _self_trained(context, options, local, predicted, confidence):
     chosen_class = predicted[chosen]
     del candidates, predicted  # freed before the refit's whole-graph products (8 MB each at 1M samples)
     local.refit(context, options, chosen, chosen_class)
+    return chosen, chosen_class
 
 
 class _LinearLocalPredictor:

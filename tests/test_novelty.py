@@ -17,6 +17,7 @@ from fastprop.novelty import (
     MAX_PROVISIONAL,
     SCOUT_FROM,
     SCOUT_ROWS,
+    TOP_UP_ROWS,
     farthest_first,
     known_class_confidence,
     known_class_weight,
@@ -24,8 +25,11 @@ from fastprop.novelty import (
     provisional_class_confidence,
     refined_confidence,
     scouting_rows,
+    top_up_rows,
 )
 from fastprop.evaluation.protocol import outlier_auroc
+from fastprop.linear import fit_softmax_regression
+from reference import dense_random_walk
 
 
 def unit(rows):
@@ -148,6 +152,52 @@ def test_a_sample_of_the_seeds_keeps_every_class(monkeypatch):
     in_class_0 = np.flatnonzero((truth == 0) & (y < 0))
     assert np.median(confidence[in_class_0]) > 0.5  # class 0 kept a seed: its members are not outliers
     assert outlier_auroc(confidence[y < 0], truth[y < 0]) > 0.95
+
+
+def test_top_up_rows_by_hand():
+    seed_class = np.array([0, 1, 1, 1, -1, -1, -1])  # class 0: one seed, class 1: three, class 2: none
+    pseudo = np.array([10, 11, 12, 13, 20, 21, 30, 31, 32, 33])  # by class, the best first
+    pseudo_class = np.array([0, 0, 0, 0, 1, 1, 2, 2, 2, 2])
+    taken, taken_class = top_up_rows(seed_class, 3, pseudo, pseudo_class, np.array([11, 31]), 3)
+    # class 0 needs 2 rows (11 excluded: 10, 12), class 1 none, class 2 three (31 excluded: 30, 32, 33)
+    assert_array_equal(taken, [10, 12, 30, 32, 33])
+    assert_array_equal(taken_class, [0, 0, 2, 2, 2])
+    taken, _ = top_up_rows(seed_class, 3, pseudo, pseudo_class, np.empty(0, dtype=np.int64), 1)
+    assert_array_equal(taken, [30])
+    taken, taken_class = top_up_rows(seed_class, 3, pseudo[:0], pseudo_class[:0], np.array([11]), 5)
+    assert taken.size == taken_class.size == 0
+
+
+def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
+    """The provisional step with self-training's labels against a dense reference of the whole step."""
+    X, y, truth = clusters()
+    graph = build_knn_graph(X, 8, method="exact")
+    identified = np.flatnonzero(truth == -1)[::2]
+    pseudo = np.r_[np.flatnonzero(truth == 0)[10:30], np.flatnonzero(truth == 1)[5:25]]
+    pseudo_class = truth[pseudo]
+    pseudo[3] = identified[0]  # one of them was rejected since: not taken, the next one is
+    depth, n_classes = 2, 2
+    confidence, n_provisional = provisional_class_confidence(
+        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        depth=depth, l2=1e-4, rng=np.random.default_rng(0), pseudo_labels=(pseudo, pseudo_class),
+    )
+    # Reference: dense S^depth of the unit rows; each class has 2 seeds, so TOP_UP_ROWS - 2 of its labels join.
+    walk = np.linalg.matrix_power(dense_random_walk(graph.toarray()), depth)
+    smoothed = walk @ unit(X.astype(np.float64))
+    seeds = np.flatnonzero(y >= 0)
+    extra = np.r_[np.delete(pseudo[:20], 3)[: TOP_UP_ROWS - 2], pseudo[20 : 20 + TOP_UP_ROWS - 2]]
+    degree = np.asarray(graph.sum(axis=1)).ravel()
+    candidates = identified[degree[identified] >= np.median(degree)]
+    picked = candidates[slow_farthest_first(unit(smoothed[seeds]), unit(smoothed[candidates]), n_provisional)]
+    training = np.r_[seeds, extra, picked]
+    targets = np.r_[y[seeds], truth[extra], n_classes + np.arange(n_provisional)]
+    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_classes + n_provisional)[targets])
+    expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
+    assert_allclose(confidence, expected, rtol=0, atol=1e-7)
+    without, _ = provisional_class_confidence(
+        RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
+    )
+    assert np.max(np.abs(without - confidence)) > 1e-3  # the labels are used
 
 
 def test_nothing_identified_means_no_provisional_class():
@@ -418,6 +468,45 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
     if builds > 1:  # each build after the first gets what the fitted "auto" rejects
         assert_array_equal(identified[-1], np.flatnonzero((model.confidence_ < 0.5) & (y < 0)))
         assert model.outlier_threshold_ == 0.5
+
+
+@pytest.mark.parametrize(("setting", "with_validation", "pseudo_labels", "passed_on"),
+                         [("auto", False, 3000, "self-training's"), ("auto", False, 0, "none made"),
+                          ("auto", True, 3000, "not asked"), (0.8, False, 3000, "not asked")])
+def test_only_auto_without_validation_trains_the_known_classes_on_pseudo_labels_too(
+        monkeypatch, setting, with_validation, pseudo_labels, passed_on):
+    import fastprop.estimator as estimator
+    import fastprop.propagation as propagation
+
+    X, y, truth = clusters(n_per=80)
+    chosen, passed = [], []
+    choose = propagation.most_confident_per_class
+
+    def choosing(*args):
+        chosen.append(choose(*args))
+        return chosen[-1]
+
+    def recording(*args, **kwargs):
+        passed.append(kwargs["pseudo_labels"])
+        return provisional_class_confidence(*args, **kwargs)
+
+    monkeypatch.setattr(propagation, "most_confident_per_class", choosing)
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
+    FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting, pseudo_labels=pseudo_labels).fit(
+        X, y, validation=(validation, truth[validation]) if with_validation else None)
+    assert passed and len(chosen) == (pseudo_labels > 0)
+    for labels in passed:
+        if passed_on == "not asked":
+            assert labels is None
+        elif passed_on == "none made":
+            assert labels[0].size == labels[1].size == 0
+        else:  # self-training's labels, by class, each with the class the first predictor gave it
+            assert_array_equal(labels[0], chosen[0])
+            assert np.all(y[labels[0]] < 0) and np.all(np.diff(labels[1]) >= 0)
+            for k in (0, 1):  # the most confident of each class, those a top-up takes first, are right
+                best = labels[0][labels[1] == k][:TOP_UP_ROWS]
+                assert best.size == TOP_UP_ROWS and np.all(truth[best] == k)
 
 
 def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypatch):
