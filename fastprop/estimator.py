@@ -177,7 +177,10 @@ class FastProp(TransductiveEstimator):
         the samples the last blend puts below 0.5
         (:func:`fastprop.novelty.refined_confidence`; beyond 20,000
         unlabeled samples the first two read a random 5,000 of them):
-        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds. Measured
+        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds; and every
+        known class is trained there on 5 rows at least, its seeds topped up
+        with self-training's most confident labels
+        (:data:`fastprop.novelty.TOP_UP_ROWS`): +0.4 more. Measured
         (bench/RESULTS.md, issue #16) over the paper's confidence as the
         rest: +0.5 to +0.7 points of accuracy on average with a validation
         set, and with ``"auto"``'s cut at 0.5 +1.9 to +2.7 without. The
