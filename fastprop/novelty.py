@@ -296,9 +296,9 @@ def top_up_rows(seed_class, n_classes, pseudo, pseudo_class, excluded, rows_per_
         Class index of the seeds, -1 elsewhere.
     n_classes : int
     pseudo, pseudo_class : ndarray of int64
-        Pseudo-labels and their classes, grouped by class, the best first
-        within a class (as :func:`fastprop.self_training.most_confident_per_class`
-        returns them).
+        Pseudo-labels and their classes, sorted by class (increasing), the
+        best first within a class (as
+        :func:`fastprop.self_training.most_confident_per_class` returns them).
     excluded : ndarray of int64
         Samples that may not be taken (those given provisional classes).
     rows_per_class : int
@@ -313,7 +313,7 @@ def top_up_rows(seed_class, n_classes, pseudo, pseudo_class, excluded, rows_per_
     allowed = ~np.isin(pseudo, excluded)
     pseudo, pseudo_class = pseudo[allowed], pseudo_class[allowed]
     wanted = np.maximum(rows_per_class - np.bincount(seed_class[seed_class >= 0], minlength=n_classes), 0)
-    # Position within its class: pseudo_class is grouped, so a class begins where its value first appears.
+    # Position within its class: pseudo_class is sorted, so a class begins where its value first appears.
     position = np.arange(pseudo.size) - np.searchsorted(pseudo_class, pseudo_class)
     taken = position < wanted[pseudo_class]
     return pseudo[taken], pseudo_class[taken]
