@@ -6,13 +6,16 @@ Usage (from the repository root)::
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --no-validation --name levers_auto
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --label-ratio 0.05 --name levers_5pct
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --own-threshold --name levers_rule
+    OPENBLAS_NUM_THREADS=1 python bench/levers.py --no-validation --all-classes --noise 0 --name levers_auto_whole
 
 Each variant is a set of FastProp parameters (``--variants`` takes
 ``label=JSON`` pairs; the default compares the paper's confidence with the
 provisional classes). Every data set of ``../shared/data`` present is used with
 the protocol of ``bench/table1.py`` (Banking77 30 classes, HWU64 32, MNIST
 digits 0-4 with 5-9 as outliers), the same task and graph for every variant,
-seeds 0..--seeds-1. With a validation set the threshold is chosen on it (the
+seeds 0..--seeds-1 (``--all-classes``: every class of the set, MNIST's ten
+digits too, so that only ``--noise 0`` is possible: no sample is an outlier).
+With a validation set the threshold is chosen on it (the
 paper's protocol); with ``--no-validation`` every variant uses its own
 ``outlier_threshold_`` (``"auto"``), and the table also reports the share of
 in-class samples it rejected; with ``--own-threshold`` the validation set goes
@@ -60,8 +63,13 @@ def parse_args(argv=None):
     parser.add_argument("--own-threshold", action="store_true",
                         help="score at the model's own outlier_threshold_ (chosen by its validation_rule) rather "
                              "than the protocol's rule")
+    parser.add_argument("--all-classes", action="store_true",
+                        help="every class of each set is a task class (no outliers exist: use --noise 0)")
     parser.add_argument("--name", default="levers")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.all_classes and any(args.noise):
+        parser.error("--all-classes leaves no sample outside the task's classes: pass --noise 0")
+    return args
 
 
 def variants(texts):
@@ -72,12 +80,14 @@ def variants(texts):
     return parsed
 
 
-def load(name):
+def load(name, all_classes=False):
     file, n_classes, mnist_split = DATA_SETS[name]
     path = SHARED_DATA_DIR / file
     if not path.exists():
         return None
     X, y = fb.load_benchmark_data(path)
+    if all_classes:
+        return X, y, np.unique(y[y >= 0]).size
     if mnist_split:
         y = np.where(y >= 5, -1, y)
     return X, y, n_classes
@@ -115,7 +125,7 @@ def main(argv=None):
     fb.warmup()
     rows = []
     for name in args.data:
-        pool = load(name)
+        pool = load(name, args.all_classes)
         if pool is None:
             log(f"{name}: not in {SHARED_DATA_DIR}, skipped")
             continue
@@ -148,7 +158,8 @@ def main(argv=None):
     rule = ("'auto' (no validation)" if args.no_validation else
             "the model's own, from the validation set" if args.own_threshold else
             "chosen on the validation set by the protocol's rule")
-    meta = {"protocol": f"{args.label_ratio:g} labels, seeds 0..{args.seeds - 1}, threshold {rule}"}
+    classes = "every class of each set, " if args.all_classes else ""
+    meta = {"protocol": f"{classes}{args.label_ratio:g} labels, seeds 0..{args.seeds - 1}, threshold {rule}"}
     print(write_table(args.name, rows, columns, meta, title=f"Levers of issue #16: {args.name}"))
 
 
