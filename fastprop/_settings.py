@@ -66,6 +66,8 @@ def check_settings(model):
                 f"outlier_threshold={threshold!r} is not supported; use 'auto', a float in [0, 1] or None."
             )
         check_real("outlier_threshold", threshold, low=0, high=1)
+    if model.outlier_share is not None:
+        check_real("outlier_share", model.outlier_share, low=0, high=1, high_inclusive=False)
 
 
 def pass_options(model):

@@ -81,7 +81,7 @@ SCOUT_FROM = 20_000
 SCOUT_ROWS = 5_000
 
 
-def known_class_weight(validation_truth, known, unlabeled):
+def known_class_weight(validation_truth, known, unlabeled, share=None):
     """Weight of the known-class confidence in FastProp's final confidence.
 
     The known-class confidence says how much of a sample the known classes
@@ -89,7 +89,8 @@ def known_class_weight(validation_truth, known, unlabeled):
     were identified to build those from. The weight is ``min(1, 2 * share)``
     (the mean at 25% outliers) for an estimate of the unlabeled samples'
     outlier share: a validation set's share of known outliers, or without
-    one the share the provisional classes claim (:func:`claimed_share`).
+    one the share the user gave (``FastProp(outlier_share=...)``) or the share
+    the provisional classes claim (:func:`claimed_share`).
     With a validation set that holds no outlier (the provisional step then
     ran for annotated outliers, and a share of 0 would discard them) it is
     0.5, the mean. Measured (bench/RESULTS.md, issue #16): weights 0.5 /
@@ -103,9 +104,11 @@ def known_class_weight(validation_truth, known, unlabeled):
         :func:`known_class_confidence`.
     unlabeled : ndarray of int
         The unlabeled samples.
+    share : float or None, default=None
+        The outlier share the user expects; used without a validation set.
     """
     if validation_truth is None:
-        share = claimed_share(known, unlabeled)
+        share = claimed_share(known, unlabeled) if share is None else share
     elif np.any(validation_truth < 0):
         share = float(np.mean(validation_truth < 0))
     else:
@@ -127,7 +130,7 @@ def claimed_share(known, unlabeled):
     return float(np.mean(known[unlabeled] < 0.5)) if unlabeled.size else 0.0
 
 
-def blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled):
+def blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled, share=None):
     """FastProp's final confidence, from the provisional step's parts.
 
     ``w * known + (1 - w) * rest`` with ``w`` = :func:`known_class_weight`
@@ -159,6 +162,8 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
         Encoded truth of the validation samples (-1 for a known outlier).
     unlabeled : ndarray of int
         The unlabeled samples (those :func:`claimed_share` counts).
+    share : float or None, default=None
+        The outlier share the user expects (:func:`known_class_weight`).
 
     Returns
     -------
@@ -169,7 +174,7 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
     rest = np.where(reached, label_probability, first)
     if known is None:
         return rest
-    weight = known_class_weight(validation_truth, known, unlabeled)
+    weight = known_class_weight(validation_truth, known, unlabeled, share)
     return np.clip((1.0 - weight) * rest + weight * known, 0.0, 1.0)
 
 
@@ -421,7 +426,7 @@ def scouting_rows(unlabeled, rounds, rng):
 
 
 def refined_confidence(first, identified, label_probability, reached, validation_truth, unlabeled, rounds,
-                       build_classes, scout_rows=None):
+                       build_classes, scout_rows=None, share=None):
     """FastProp's final confidence after ``rounds`` builds of the provisional classes.
 
     The first build gives provisional classes to ``identified`` (what the
@@ -467,6 +472,8 @@ def refined_confidence(first, identified, label_probability, reached, validation
         default ``unlabeled``. The next build's samples are those of them
         below the cut, standing for ``len(unlabeled) / len(scout_rows)`` as
         many.
+    share : float or None, default=None
+        The outlier share the user expects (:func:`known_class_weight`).
 
     Returns
     -------
@@ -478,7 +485,7 @@ def refined_confidence(first, identified, label_probability, reached, validation
     """
     scout_rows = unlabeled if scout_rows is None else scout_rows
     known, n_provisional = None, 0
-    confidence = blended_confidence(first, None, label_probability, reached, validation_truth, unlabeled)
+    confidence = blended_confidence(first, None, label_probability, reached, validation_truth, unlabeled, share)
     represented = None  # the first build's samples are all there are
     scouted = None  # (identified, represented) of the last (scouting) build
     for build in range(rounds):
@@ -492,11 +499,12 @@ def refined_confidence(first, identified, label_probability, reached, validation
             built, n_built = build_classes(*scouted, FULL_ITERATIONS, None)
         if last:
             known, n_provisional = built, n_built
-            confidence = blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled)
+            confidence = blended_confidence(first, known, label_probability, reached, validation_truth, unlabeled,
+                                            share)
             break
         scouted = identified, represented
         read = blended_confidence(first[scout_rows], built, label_probability[scout_rows], reached[scout_rows],
-                                  validation_truth, np.arange(scout_rows.size))
+                                  validation_truth, np.arange(scout_rows.size), share)
         identified = scout_rows[read < PROBABILITY_CUT]
         represented = round(identified.size * unlabeled.size / max(scout_rows.size, 1))
     return confidence, known, n_provisional

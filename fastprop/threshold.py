@@ -245,6 +245,22 @@ def automatic_threshold(confidence):
     return 0.5 * otsu_threshold(np.clip(confidence, 0.0, 1.0))
 
 
+def share_threshold(confidence, share):
+    """The threshold below which ``round(share * len(confidence))`` of the confidences lie.
+
+    The lowest ones (fewer where the confidence at the cut is shared by
+    several samples: ties are kept); 0 for a share that rounds to none,
+    :data:`REJECT_ALL` for one that rounds to all.
+    """
+    ranked = np.sort(np.asarray(confidence, dtype=np.float64))
+    n_rejected = int(round(share * ranked.size))
+    if n_rejected == 0:
+        return 0.0
+    if n_rejected >= ranked.size:
+        return REJECT_ALL
+    return float(ranked[n_rejected])
+
+
 def final_confidence(source, multiview, confnet, labeled):
     """FastProp's confidence from its two stages: ``source`` is its ``confidence`` setting.
 
