@@ -29,6 +29,7 @@ from fastprop.novelty import (
 )
 from fastprop.evaluation.protocol import outlier_auroc
 from fastprop.linear import fit_softmax_regression
+from fastprop.threshold import REJECT_ALL, share_threshold
 from reference import dense_random_walk
 
 
@@ -299,6 +300,57 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
                     0.5 * (model.multiview_confidence_ + model.confnet_confidence_))
     expected = np.clip((1 - weight) * rest + weight * known, 0, 1)
     assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
+
+
+def test_share_threshold_by_hand():
+    confidence = np.array([0.1, 0.5, 0.3, 0.9, 0.7])
+    assert share_threshold(confidence, 0.4) == 0.5  # two of five below it: 0.1 and 0.3
+    assert share_threshold(confidence, 0.5) == 0.5  # round(2.5) = 2 (halves to even)
+    assert share_threshold(confidence, 0.7) == 0.9  # round(3.5) = 4: four of five below 0.9
+    assert share_threshold(confidence, 0.0) == 0.0
+    assert share_threshold(confidence, 0.05) == 0.0  # rounds to none
+    assert share_threshold(confidence, 0.95) == REJECT_ALL  # rounds to all
+    assert share_threshold(np.array([0.2, 0.2, 0.2, 0.8]), 0.25) == 0.2  # a tie at the cut: kept
+
+
+def test_a_given_share_weighs_the_known_class_confidence():
+    known = np.array([0.9, 0.2, 0.7, 0.1, 0.5, 0.3])
+    unlabeled = np.array([0, 1, 2, 3, 4])
+    assert known_class_weight(None, known, unlabeled, share=0.1) == pytest.approx(0.2)
+    assert known_class_weight(None, known, unlabeled, share=0.0) == 0.0
+    assert known_class_weight(None, known, unlabeled, share=0.7) == 1.0
+    outliers = np.r_[np.full(2, -1), np.zeros(18, dtype=int)]
+    assert known_class_weight(outliers, known, unlabeled, share=0.45) == pytest.approx(0.2)  # validation wins
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25, 0.5])
+def test_auto_with_a_given_share_rejects_that_share(share):
+    """A hand-built mixture: two seeded clusters, two no seed reaches (half the unlabeled samples)."""
+    X, y, truth = clusters(n_per=80)
+    unlabeled = np.flatnonzero(y < 0)
+    model = FastProp(n_neighbors=10, random_state=0, outlier_share=share).fit(X, y)
+    rejected = model.transduction_[unlabeled] == -1
+    assert rejected.sum() == round(share * unlabeled.size)
+    assert model.outlier_threshold_ == share_threshold(model.confidence_[unlabeled], share)
+    if share == 0:
+        assert model.n_provisional_classes_ == 0
+    else:  # the lowest confidences are the unseeded clusters' (half of the unlabeled samples: 160 of 316)
+        assert model.n_provisional_classes_ > 0
+        assert np.mean(truth[unlabeled][rejected] == -1) > 0.99
+    kept = unlabeled[~rejected]
+    assert np.mean(model.transduction_[kept][truth[kept] >= 0] == truth[kept][truth[kept] >= 0]) > 0.99
+
+
+def test_a_validation_set_or_a_numeric_threshold_overrides_the_given_share():
+    X, y, truth = clusters(n_per=80)
+    validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
+    for kwargs, fit_kwargs in (({}, {"validation": (validation, truth[validation])}),
+                               ({"outlier_threshold": 0.8}, {})):
+        plain = FastProp(n_neighbors=10, random_state=0, **kwargs).fit(X, y, **fit_kwargs)
+        shared = FastProp(n_neighbors=10, random_state=0, outlier_share=0.1, **kwargs).fit(X, y, **fit_kwargs)
+        assert_array_equal(shared.confidence_, plain.confidence_)
+        assert_array_equal(shared.transduction_, plain.transduction_)
+        assert shared.outlier_threshold_ == plain.outlier_threshold_
 
 
 def test_blended_confidence_by_hand():
@@ -608,8 +660,6 @@ def test_provisional_classes_and_labels_are_validated():
 
 
 def test_graph_labels_are_the_predictor_on_the_whole_graph():
-    from fastprop.linear import fit_softmax_regression
-
     X, y, _ = clusters(n_per=250)  # 1,000 samples: patches of 500 are viable, so the views differ
     graph = build_knn_graph(X, 8, method="exact")
     model = FastProp(random_state=0, outlier_threshold=None, pseudo_labels=0).fit(X, y, graph=graph)
