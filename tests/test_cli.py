@@ -172,6 +172,13 @@ def test_text_labels_validation_and_threshold_options(capsys, files):
     with np.load(files["out"] / "result.npz", allow_pickle=False) as result:
         assert (result["labels"][seeds == -1] == -1).all()
 
+    for share in ("0", "0.25"):  # that share of the unlabeled samples are the outliers
+        status, out, err = run(propagate_args(files, "--outlier-share", share), capsys)
+        assert status == 0, err
+        assert f"threshold rule: the {float(share):g} least confident" in out
+        with np.load(files["out"] / "result.npz", allow_pickle=False) as result:
+            assert np.count_nonzero(result["labels"][seeds == -1] == -1) == round(float(share) * np.sum(seeds == -1))
+
 
 # ------------------------------------------------------------- bad input
 
@@ -198,6 +205,7 @@ BAD_INPUTS = {
     "unknown option": (lambda f: ["--frobnicate"], "unrecognized arguments: --frobnicate"),
     "threshold 2": (lambda f: ["--outlier-threshold", "2"], "--outlier-threshold"),
     "threshold word": (lambda f: ["--outlier-threshold", "high"], "'high' is not 'auto'"),
+    "share 1": (lambda f: ["--outlier-share", "1"], "--outlier-share: 1 is outside [0, 1)"),
 }
 
 

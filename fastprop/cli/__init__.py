@@ -247,6 +247,11 @@ def build_parser():
                            help="samples whose confidence is below it are outliers: 'auto' "
                                 "(an unsupervised rule on the confidence distribution), 'none' "
                                 "(no outliers) or a number in [0, 1]")
+    propagate.add_argument("--outlier-share", type=_fraction(True, False), default=None, metavar="FRACTION",
+                           help="the share of the unlabeled samples you expect to be outliers, in "
+                                "[0, 1): with --outlier-threshold auto and no --validation, that share "
+                                "of them, the least confident, are the outliers (0: none); when "
+                                "unsure, err low")
     _add_graph_options(propagate, " built when --graph is not given")
     propagate.add_argument("--seed", type=_integer(0), default=0,
                            help="seed of FastProp's tie-breaking (and of hnswlib)")

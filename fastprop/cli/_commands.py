@@ -117,8 +117,8 @@ def run_propagate(args, progress):
         graph, _, _ = build_graph(X, args.neighbors, args.method, args.seed, progress,
                                   parallel_insert=args.parallel_insert)
 
-    model = fastprop_model(progress, outlier_threshold=args.outlier_threshold, random_state=args.seed,
-                           unlabeled=labels.unlabeled)
+    model = fastprop_model(progress, outlier_threshold=args.outlier_threshold, outlier_share=args.outlier_share,
+                           random_state=args.seed, unlabeled=labels.unlabeled)
     start = time.perf_counter()
     model.fit(X, labels.y, graph=graph, validation=validation)
     seconds = time.perf_counter() - start
@@ -128,6 +128,8 @@ def run_propagate(args, progress):
         outputs.append(_plots.writer(_plots.result_figure(model, labels.encoded >= 0, title), args.plot))
     write_atomically(outputs)  # every output, or none
     rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
+    if rule == "auto" and args.outlier_share is not None:
+        rule = f"the {args.outlier_share:g} least confident"
     print(_summary(model, labels, seconds, rule))
     print(f"wrote {', '.join(str(path) for path, _ in outputs)}")
     return 0
