@@ -210,11 +210,12 @@ class FastProp(TransductiveEstimator):
         (:func:`fastprop.threshold.share_threshold`); 0 rejects none and
         builds no provisional class. A validation set, or a numeric
         threshold, overrides it. Measured (bench/RESULTS.md, issue #16
-        item 2; three data sets, 0-50% outliers, 1% seeds, 5 task seeds)
-        with the true share: within 1.5 points of a validation threshold in
-        every cell (+0.4 on average; ``"auto"`` alone -2.2, down to -9.8);
-        a share 0.1 too high lost up to 8.6 points where there was no
-        outlier, 0.1 too low up to 2.7: when unsure, err low. On a whole
+        item 2; three data sets, 0-50% outliers, 0.5 / 1 / 5% seeds, 5 task
+        seeds) with the true share: within 1.5 points of a validation
+        threshold in all 36 cells (+0.15 to +1.2 on average; ``"auto"``
+        alone -1.7 to -2.2, down to -9.8); at 1% seeds a share 0.1 too
+        high lost up to 8.6 points where there was no outlier, 0.1 too low
+        up to 2.7: when unsure, err low. On a whole
         set with every class seeded and no outlier ``"auto"`` alone rejected
         37% of the samples of Banking77 and HWU64; 0 rejects none.
     validation_rule : {"smoothed", "max"}, default="smoothed"
