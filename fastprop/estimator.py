@@ -30,7 +30,7 @@ from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
-from .threshold import REJECT_ALL, fitted_threshold, share_threshold
+from .threshold import REJECT_ALL, fitted_threshold
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
 
@@ -506,9 +506,7 @@ class FastProp(TransductiveEstimator):
             final[labeled] = 1.0
             final[known_outliers] = 0.0
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
-                                     self.validation_rule, probabilities=known is not None)
-        if share is not None:
-            threshold = share_threshold(final[unlabeled], share)
+                                     self.validation_rule, probabilities=known is not None, share=share)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()

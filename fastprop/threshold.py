@@ -252,13 +252,13 @@ def share_threshold(confidence, share):
     several samples: ties are kept); 0 for a share that rounds to none,
     :data:`REJECT_ALL` for one that rounds to all.
     """
-    ranked = np.sort(np.asarray(confidence, dtype=np.float64))
-    n_rejected = int(round(share * ranked.size))
+    confidence = np.asarray(confidence, dtype=np.float64)
+    n_rejected = int(round(share * confidence.size))
     if n_rejected == 0:
         return 0.0
-    if n_rejected >= ranked.size:
+    if n_rejected >= confidence.size:
         return REJECT_ALL
-    return float(ranked[n_rejected])
+    return float(np.partition(confidence, n_rejected)[n_rejected])  # the value sorting would put there
 
 
 def final_confidence(source, multiview, confnet, labeled):
@@ -278,7 +278,7 @@ def final_confidence(source, multiview, confnet, labeled):
     return np.clip(final, 0.0, 1.0)
 
 
-def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule, probabilities=False):
+def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule, probabilities=False, share=None):
     """The ``o_tau`` a fit uses.
 
     Parameters
@@ -301,6 +301,9 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
         :func:`fastprop.novelty.blended_confidence`): ``"auto"`` then rejects
         what is more likely an outlier than not, below
         :data:`PROBABILITY_CUT`, instead of :func:`automatic_threshold`.
+    share : float or None, default=None
+        ``FastProp(outlier_share=...)``: ``"auto"`` then rejects that share of
+        the unlabeled samples (:func:`share_threshold`) instead.
 
     Returns
     -------
@@ -316,6 +319,8 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
     if setting is None:
         return 0.0
     if isinstance(setting, str):
+        if share is not None:
+            return share_threshold(confidence[unlabeled], share)
         if probabilities:
             return PROBABILITY_CUT
         return float(automatic_threshold(confidence[unlabeled])) if unlabeled.size else 0.0
