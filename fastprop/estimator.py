@@ -197,7 +197,7 @@ class FastProp(TransductiveEstimator):
         of Otsu's split of the confidences
         (:func:`fastprop.threshold.automatic_threshold`). It cannot know the
         outlier share as a validation set does: with no outlier it rejects
-        1-12% of the in-class samples, and it scores up to 10 points below a
+        1-9% of the in-class samples, and it scores up to 6 points below a
         validation set (MNIST at 50% outliers; bench/RESULTS.md); with many
         classes and no outlier at all it rejects far more (see
         ``outlier_share``). ``None``: no sample is rejected.
@@ -483,25 +483,30 @@ class FastProp(TransductiveEstimator):
         self.n_provisional_classes_ = 0
         known = None
         # Without truth to choose a threshold on, "auto" cuts the blend at 0.5 (or rejects the outlier share
-        # given): the classes are built AUTO_ROUNDS times, the known ones also from self-training's labels.
+        # given): the classes are built AUTO_ROUNDS times, the known ones also from self-training's labels, and
+        # without a share given the last build is fitted again with its classes' most confident samples as rows.
         unsupervised = validation is None and isinstance(self.outlier_threshold, str)
         share = float(self.outlier_share) if unsupervised and self.outlier_share is not None else None
         if self.provisional_classes and self.confidence != "random":
+            rounds = 0
+            if (identifying > 0 or known_outliers.size) and share != 0:
+                rounds = AUTO_ROUNDS if unsupervised else 1
+            scout_rows = scouting_rows(unlabeled, rounds, rng)
+
             def build_classes(identified, represented, max_iter, rows):
+                refit = unsupervised and share is None and rows is None  # "auto"'s last build (scouts read rows)
                 return provisional_class_confidence(
                     context.walk, features, context.row_scale, seed_class, classes.size, identified,
                     depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=rng,
                     known_outliers=known_outliers, max_iter=max_iter, represented=represented, rows=rows,
                     pseudo_labels=found.pseudo_labels if unsupervised else None,
+                    refit_candidates=scout_rows if refit else None,
                 )
 
-            rounds = 0
-            if (identifying > 0 or known_outliers.size) and share != 0:
-                rounds = AUTO_ROUNDS if unsupervised else 1
             final, known, self.n_provisional_classes_ = refined_confidence(
                 final, np.flatnonzero((final < identifying) & ~labeled), found.distributions.max(axis=1),
                 found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
-                build_classes, scouting_rows(unlabeled, rounds, rng), share,
+                build_classes, scout_rows, share,
             )
             final[labeled] = 1.0
             final[known_outliers] = 0.0

@@ -15,15 +15,23 @@ from fastprop.novelty import (
     claimed_share,
     COLUMN_BLOCK,
     MAX_PROVISIONAL,
+    MIN_HELD_SHARE,
+    REFIT_ROWS_KNOWN,
+    REFIT_ROWS_PROVISIONAL,
+    REFIT_TOL,
     SCOUT_FROM,
     SCOUT_ROWS,
     TOP_UP_ROWS,
     farthest_first,
     known_class_confidence,
     known_class_weight,
+    known_edge_share,
+    most_confident_rows,
+    most_probable_columns,
     n_provisional_classes,
     provisional_class_confidence,
     refined_confidence,
+    refit_rows,
     scouting_rows,
     top_up_rows,
 )
@@ -78,9 +86,18 @@ def test_provisional_classes_get_the_seeds_density(n_identified, n_seeds, n_samp
     assert n_provisional_classes(n_identified, n_seeds, n_samples) == expected
 
 
+def dense_softmax(X, graph, scale, coef, intercept, depth):
+    """softmax(S^depth diag(scale) X W + b) with a dense S, as float64 throughout (W rounded to float32)."""
+    dense = graph.toarray().astype(np.float64) + np.eye(X.shape[0])
+    operator = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), depth)
+    logits = operator @ ((X.astype(np.float64) * scale[:, None]) @ coef.astype(np.float32).astype(np.float64))
+    return softmax(logits + intercept, axis=1)
+
+
 @pytest.mark.parametrize("n_columns", [3, COLUMN_BLOCK + 5, 2 * COLUMN_BLOCK + 1])
 @pytest.mark.parametrize("depth", [0, 2])
-def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth):
+@pytest.mark.parametrize("n_known", [2, COLUMN_BLOCK + 2])
+def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known):
     rng = np.random.default_rng(n_columns + depth)
     X = rng.normal(size=(80, 6)).astype(np.float32)
     graph = build_knn_graph(X, 6, method="exact")
@@ -88,13 +105,144 @@ def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth):
     coef = rng.normal(size=(6, n_columns)) * 3
     intercept = rng.normal(size=n_columns)
     scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
-    n_known = 2
+    n_known = min(n_known, n_columns)
     got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth)
-    dense = graph.toarray().astype(np.float64) + np.eye(80)
-    operator = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), depth)
-    logits = operator @ ((X.astype(np.float64) * scale[:, None]) @ coef.astype(np.float32).astype(np.float64))
-    expected = softmax(logits + intercept, axis=1)[:, :n_known].max(axis=1)
+    expected = dense_softmax(X, graph, scale, coef, intercept, depth)[:, :n_known].max(axis=1)
     assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_columns", [4, COLUMN_BLOCK + 5])
+@pytest.mark.parametrize("depth", [0, 2])
+def test_most_probable_columns_match_a_dense_softmax(n_columns, depth):
+    rng = np.random.default_rng(10 * n_columns + depth)
+    X = rng.normal(size=(120, 6)).astype(np.float32)
+    graph = build_knn_graph(X, 6, method="exact")
+    coef, intercept = rng.normal(size=(6, n_columns)) * 3, rng.normal(size=n_columns)
+    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
+    rows = np.sort(rng.choice(120, size=90, replace=False))
+    column, probability = most_probable_columns(RandomWalk(graph), X, scale, coef, intercept, depth, rows)
+    expected = dense_softmax(X, graph, scale, coef, intercept, depth)[rows]
+    assert_array_equal(column, expected.argmax(axis=1))
+    assert_allclose(probability, expected.max(axis=1), rtol=1e-6)
+    empty = most_probable_columns(RandomWalk(graph), X, scale, coef, intercept, depth, np.empty(0, dtype=np.int64))
+    assert empty[0].size == empty[1].size == 0
+
+
+def test_most_confident_rows_by_hand():
+    """Ties go to the smaller row; a column takes half of what it wins at most."""
+    rows = np.array([10, 11, 12, 13, 14, 15, 16])
+    column = np.array([0, 0, 0, 1, 0, 1, 1])
+    probability = np.array([0.73, 0.73, 0.73, 0.73, 0.88, 0.88, 0.95])
+    taken, taken_column = most_confident_rows(rows, column, probability, np.array([5, 5]))
+    assert_array_equal(taken, [14, 10, 16])  # half of 4 (0.88, then the first 0.73), half of 3
+    assert_array_equal(taken_column, [0, 0, 1])
+    assert_array_equal(most_confident_rows(rows, column, probability, np.array([1, 0]))[0], [14])
+    assert_array_equal(most_confident_rows(rows, column, probability, np.array([5, 5, 5]))[0], [14, 10, 16])
+    for empty in (most_confident_rows(rows, column, probability, np.array([0, 0])),
+                  most_confident_rows(rows[:0], column[:0], probability[:0], np.array([2, 2]))):
+        assert empty[0].size == empty[1].size == 0
+
+
+def slow_known_edge_share(graph, rows, column, n_known, n_columns):
+    """Edge by edge: each provisional column's weight to known columns' rows over that to known or sibling rows."""
+    owner = dict(zip(rows.tolist(), column.tolist()))
+    known, sibling = np.zeros(n_columns - n_known), np.zeros(n_columns - n_known)
+    dense = graph.toarray()
+    for row, k in owner.items():
+        if k < n_known:
+            continue
+        for other in np.flatnonzero(dense[row]):
+            j = owner.get(int(other), -1)
+            if 0 <= j < n_known:
+                known[k - n_known] += dense[row, other]
+            elif j >= n_known and j != k:
+                sibling[k - n_known] += dense[row, other]
+    return np.array([kn / (kn + sb) if kn + sb > 0 else 0.0 for kn, sb in zip(known, sibling)])
+
+
+def test_known_edge_share_by_hand():
+    """A path 0-1-2-3-4: provisional column 2 on {1, 2}, 3 on {3}; 0 and 4 known (columns 0 and 1)."""
+    import scipy.sparse
+
+    weight = {(0, 1): 1.0, (1, 2): 5.0, (2, 3): 3.0, (3, 4): 2.0}
+    dense = np.zeros((6, 6))
+    for (i, j), w in weight.items():
+        dense[i, j] = dense[j, i] = w
+    dense[4, 5] = dense[5, 4] = 7.0  # 5 is not among the rows: its edge does not count
+    graph = scipy.sparse.csr_matrix(dense)
+    share = known_edge_share(graph, np.arange(5), np.array([0, 2, 2, 3, 1]), 2, 5)
+    # column 2: to 0 (known) 1.0, to 3 (sibling) 3.0; column 3: to 2 (sibling) 3.0, to 4 (known) 2.0; column 4 none
+    assert_allclose(share, [1 / 4, 2 / 5, 0.0])
+    alone = known_edge_share(graph, np.arange(5), np.full(5, 2), 2, 3)  # one provisional column, nothing bordered
+    assert alone.dtype == np.float64 and alone.tolist() == [0.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_known_edge_share_matches_a_slow_count(seed):
+    rng = np.random.default_rng(seed)
+    graph = build_knn_graph(rng.normal(size=(90, 5)).astype(np.float32), 6, method="exact")
+    rows = np.sort(rng.choice(90, size=70, replace=False))
+    column = rng.integers(0, 7, size=rows.size)
+    got = known_edge_share(graph, rows, column, 3, 7)
+    assert_allclose(got, slow_known_edge_share(graph, rows, column, 3, 7), rtol=1e-12)
+    assert np.all((got > 0) & (got < 1))  # a mix of both at every column here
+
+
+def slow_refit_rows(probability, rows, graph, n_known, rows_known, rows_provisional, fragment_share):
+    """refit_rows' rules with a dense probability, one column at a time."""
+    column = probability.argmax(axis=1)
+    best = probability.max(axis=1)
+    provisional = column >= n_known
+    if not provisional.any() or np.mean(best[provisional] > 0.5) < MIN_HELD_SHARE:
+        return [], []
+    n_columns = probability.shape[1]
+    share = slow_known_edge_share(graph, rows, column, n_known, n_columns)
+    taken, taken_column = [], []
+    for k in range(n_columns):
+        wanted = rows_known if k < n_known else (0 if share[k - n_known] >= fragment_share else rows_provisional)
+        mine = sorted((-best[i], rows[i]) for i in range(rows.size) if column[i] == k)
+        for _, row in mine[: min(wanted, len(mine) // 2)]:
+            taken.append(row)
+            taken_column.append(k)
+    return taken, taken_column
+
+
+@pytest.mark.parametrize("fragment_share", [0.5, 0.8, 1.01])
+def test_refit_rows_match_the_slow_rules(fragment_share, monkeypatch):
+    import fastprop.novelty
+
+    monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", fragment_share)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 6)).astype(np.float32)
+    graph = build_knn_graph(X, 6, method="exact")
+    coef, intercept = rng.normal(size=(6, 9)) * 4, rng.normal(size=9)
+    rows = np.sort(rng.choice(150, size=120, replace=False))
+    taken, taken_column = refit_rows(RandomWalk(graph), X, None, coef, intercept, 1, rows, 4)
+    probability = dense_softmax(X, graph, np.ones(150), coef, intercept, 1)[rows]
+    expected, expected_column = slow_refit_rows(probability, rows, graph, 4, REFIT_ROWS_KNOWN,
+                                                REFIT_ROWS_PROVISIONAL, fragment_share)
+    assert_array_equal(taken, expected)
+    assert_array_equal(taken_column, expected_column)
+    assert np.any(np.asarray(expected_column) < 4)  # known columns take rows in every case
+
+
+def test_refit_rows_take_no_provisional_rows_from_fragments_and_none_at_all_without_clusters(monkeypatch):
+    import fastprop.novelty
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 6)).astype(np.float32)
+    walk = RandomWalk(build_knn_graph(X, 6, method="exact"))
+    coef, intercept = rng.normal(size=(6, 9)) * 4, rng.normal(size=9)
+    rows = np.arange(150)
+    monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", 0.0)  # every provisional column a fragment
+    _, taken_column = refit_rows(walk, X, None, coef, intercept, 1, rows, 4)
+    assert taken_column.size and np.all(taken_column < 4)
+    monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", 1.01)  # none
+    _, taken_column = refit_rows(walk, X, None, coef, intercept, 1, rows, 4)
+    assert np.any(taken_column >= 4)
+    # Flat logits: no provisional column holds anything with probability above 1/2, so no refit at all.
+    taken, taken_column = refit_rows(walk, X, None, coef * 1e-3, intercept * 0, 1, rows, 4)
+    assert taken.size == taken_column.size == 0
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
@@ -199,6 +347,48 @@ def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
         RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
     )
     assert np.max(np.abs(without - confidence)) > 1e-3  # the labels are used
+
+
+@pytest.mark.parametrize("fragment_share", [0.0, 1.01])
+def test_the_last_build_is_fitted_again_on_every_class_s_most_confident_samples(fragment_share, monkeypatch):
+    """The provisional step with its refit against a dense reference of the whole step."""
+    import fastprop.novelty
+
+    monkeypatch.setattr(fastprop.novelty, "REFIT_ROWS_KNOWN", 6)
+    monkeypatch.setattr(fastprop.novelty, "REFIT_ROWS_PROVISIONAL", 3)
+    monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", fragment_share)
+    X, y, truth = clusters()
+    graph = build_knn_graph(X, 8, method="exact")
+    identified = np.flatnonzero(truth == -1)[::2]
+    unlabeled = np.flatnonzero(y < 0)
+    depth, n_classes = 2, 2
+    confidence, n_provisional = provisional_class_confidence(
+        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        depth=depth, l2=1e-4, rng=np.random.default_rng(0), refit_candidates=unlabeled,
+    )
+    walk = np.linalg.matrix_power(dense_random_walk(graph.toarray()), depth)
+    smoothed = walk @ unit(X.astype(np.float64))
+    seeds = np.flatnonzero(y >= 0)
+    degree = np.asarray(graph.sum(axis=1)).ravel()
+    candidates = identified[degree[identified] >= np.median(degree)]
+    picked = candidates[slow_farthest_first(unit(smoothed[seeds]), unit(smoothed[candidates]), n_provisional)]
+    training = np.r_[seeds, picked]
+    targets = np.r_[y[seeds], n_classes + np.arange(n_provisional)]
+    n_columns = n_classes + n_provisional
+    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_columns)[targets])
+    probability = softmax(smoothed @ coef + intercept, axis=1)
+    pool = np.setdiff1d(unlabeled, training)
+    more, more_class = slow_refit_rows(probability[pool], pool, graph, n_classes, 6, 3, fragment_share)
+    assert len(more) > 6 * n_classes if fragment_share > 1 else max(more_class) < n_classes  # all, or known only
+    rows, row_targets = np.r_[training, more], np.r_[targets, more_class]
+    coef, intercept = fit_softmax_regression(smoothed[rows], np.eye(n_columns)[row_targets], tol=REFIT_TOL,
+                                             initial=(coef, intercept))
+    expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
+    assert_allclose(confidence, expected, rtol=0, atol=1e-7)
+    once, _ = provisional_class_confidence(
+        RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
+    )
+    assert np.max(np.abs(once - confidence)) > 1e-3  # the refit is used
 
 
 def test_nothing_identified_means_no_provisional_class():
@@ -559,6 +749,35 @@ def test_only_auto_without_validation_trains_the_known_classes_on_pseudo_labels_
             for k in (0, 1):  # the most confident of each class, those a top-up takes first, are right
                 best = labels[0][labels[1] == k][:TOP_UP_ROWS]
                 assert best.size == TOP_UP_ROWS and np.all(truth[best] == k)
+
+
+@pytest.mark.parametrize(("setting", "with_validation", "share"),
+                         [("auto", False, None), ("auto", False, 0.3), ("auto", True, None), (0.8, False, None)])
+def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeypatch, setting, with_validation,
+                                                                          share):
+    import fastprop.estimator as estimator
+
+    X, y, truth = clusters(n_per=80)
+    calls = []
+
+    def recording(*args, **kwargs):
+        calls.append((kwargs["rows"], kwargs["refit_candidates"]))
+        return provisional_class_confidence(*args, **kwargs)
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
+    FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting, outlier_share=share).fit(
+        X, y, validation=(validation, truth[validation]) if with_validation else None)
+    assert calls
+    refit = setting == "auto" and not with_validation and share is None
+    for rows, refit_candidates in calls[:-1]:  # scouting builds: no refit
+        assert rows is not None and refit_candidates is None
+    rows, refit_candidates = calls[-1]
+    assert rows is None
+    if refit:  # every unlabeled sample (there are few)
+        assert_array_equal(refit_candidates, np.flatnonzero(y < 0))
+    else:
+        assert refit_candidates is None
 
 
 def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypatch):
