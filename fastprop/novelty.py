@@ -395,12 +395,10 @@ def known_edge_share(graph, rows, column, n_known, n_columns):
     """
     owner = np.full(graph.shape[0], -1, dtype=np.int64)
     owner[rows] = column
-    start, stop = graph.indptr[rows], graph.indptr[rows + 1]
-    edge_count = stop - start
-    edges = np.repeat(stop - edge_count.cumsum(), edge_count) + np.arange(edge_count.sum())
-    source = np.repeat(column, edge_count)
-    target = owner[graph.indices[edges]]
-    weight = graph.data[edges].astype(np.float64)
+    bordering = graph[rows]  # the rows' edges, row by row
+    source = np.repeat(column, np.diff(bordering.indptr))
+    target = owner[bordering.indices]
+    weight = bordering.data.astype(np.float64)
     from_provisional = source >= n_known
     to_known = from_provisional & (target >= 0) & (target < n_known)
     to_sibling = from_provisional & (target >= n_known) & (target != source)
