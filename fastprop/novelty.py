@@ -435,7 +435,7 @@ def most_confident_rows(rows, column, probability, per_column):
     """
     order = np.lexsort((rows, -probability, column))
     sorted_column = column[order]
-    first_of_column = np.r_[0, np.flatnonzero(np.diff(sorted_column)) + 1] if order.size else np.empty(0, np.int64)
+    first_of_column = np.flatnonzero(np.r_[True, np.diff(sorted_column) != 0])  # [0] when there is no row
     rank = np.arange(order.size) - np.repeat(first_of_column, np.diff(np.r_[first_of_column, order.size]))
     cap = np.minimum(per_column, np.bincount(column, minlength=len(per_column)) // 2)
     taken = order[rank < cap[sorted_column]]
