@@ -1,14 +1,62 @@
 """Linear models on fixed features: multinomial and binary logistic regression.
 
-Both are fitted with SciPy's L-BFGS on the exact loss and gradient, in float64,
-from a zero start, so a fit is deterministic. The loss is the mean (optionally
-weighted) cross-entropy plus ``0.5 * l2 * ||coef||^2``; the intercept is not
-penalised.
+Both are fitted with L-BFGS (:mod:`fastprop.lbfgs`) on the exact loss and
+gradient, in float64, from a zero start, so a fit is deterministic. The loss
+is the mean (optionally weighted) cross-entropy plus ``0.5 * l2 *
+||coef||^2``; the intercept is not penalised.
 """
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit, log_softmax, softmax
+from scipy.special import expit, log_expit, softmax
+
+from .lbfgs import minimise
+
+
+class SoftmaxLoss:
+    """Multinomial cross-entropy and its gradient, as a function of the flattened parameters.
+
+    The products of the targets with the weights are taken once, not at
+    every evaluation, and the softmax is worked in place: 6-59% less time an
+    evaluation than with :func:`scipy.special.log_softmax` and fresh
+    temporaries (FastProp's softmax regressions, issue #17).
+
+    Parameters
+    ----------
+    features : ndarray of shape (n_samples, n_features), float64
+    targets : ndarray of shape (n_samples, n_classes)
+        Target distributions (one-hot for hard labels); rows sum to 1 (or
+        less: a row's loss is scaled by its mass).
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights that sum to 1.
+    l2 : float
+        Ridge penalty on ``coef``.
+    """
+
+    def __init__(self, features, targets, sample_weight, l2):
+        self.features, self.l2 = features, l2
+        self.weighted_targets = sample_weight[:, None] * targets
+        self.row_mass = self.weighted_targets.sum(axis=1)
+
+    def __call__(self, params):
+        """``(loss, gradient)`` at ``params``: ``coef`` (n_features, n_classes) then ``intercept``, flattened."""
+        n_coef = self.features.shape[1] * self.weighted_targets.shape[1]
+        coef = params[:n_coef].reshape(self.features.shape[1], -1)
+        logits = self.features @ coef
+        logits += params[n_coef:]
+        largest = logits.max(axis=1)
+        fitted = np.vdot(self.weighted_targets, logits)
+        logits -= largest[:, None]
+        np.exp(logits, out=logits)
+        totals = logits.sum(axis=1)
+        loss = np.dot(self.row_mass, np.log(totals) + largest) - fitted + 0.5 * self.l2 * np.vdot(coef, coef)
+        residual = logits
+        residual *= (self.row_mass / totals)[:, None]  # probabilities times each row's weighted mass
+        residual -= self.weighted_targets
+        gradient = np.empty_like(params)
+        np.matmul(self.features.T, residual, out=gradient[:n_coef].reshape(coef.shape))
+        gradient[:n_coef] += self.l2 * params[:n_coef]
+        gradient[n_coef:] = residual.sum(axis=0)
+        return loss, gradient
 
 
 def softmax_loss_and_gradient(params, features, targets, sample_weight, l2):
@@ -18,29 +66,15 @@ def softmax_loss_and_gradient(params, features, targets, sample_weight, l2):
     ----------
     params : ndarray of shape ((n_features + 1) * n_classes,)
         ``coef`` (n_features, n_classes) followed by ``intercept`` (n_classes,), flattened.
-    features : ndarray of shape (n_samples, n_features)
-    targets : ndarray of shape (n_samples, n_classes)
-        Target distributions (one-hot for hard labels); rows sum to 1.
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights that sum to 1.
-    l2 : float
-        Ridge penalty on ``coef``.
+    features, targets, sample_weight, l2
+        See :class:`SoftmaxLoss`.
 
     Returns
     -------
     loss : float
     gradient : ndarray, same shape as ``params``
     """
-    n_features = features.shape[1]
-    n_classes = targets.shape[1]
-    coef = params[: n_features * n_classes].reshape(n_features, n_classes)
-    intercept = params[n_features * n_classes :]
-    log_proba = log_softmax(features @ coef + intercept, axis=1)
-    loss = -np.sum(sample_weight[:, None] * targets * log_proba) + 0.5 * l2 * np.sum(coef * coef)
-    residual = sample_weight[:, None] * (np.exp(log_proba) * targets.sum(axis=1, keepdims=True) - targets)
-    grad_coef = features.T @ residual + l2 * coef
-    grad_intercept = residual.sum(axis=0)
-    return loss, np.concatenate([grad_coef.ravel(), grad_intercept])
+    return SoftmaxLoss(features, targets, sample_weight, l2)(params)
 
 
 def logistic_loss_and_gradient(params, features, targets, sample_weight, l2):
@@ -65,16 +99,10 @@ def _normalised_weights(n_samples, sample_weight):
     return weights / weights.sum()
 
 
-def _minimise(objective, n_params, args, max_iter, tol, initial=None):
-    result = minimize(
-        objective,
-        np.zeros(n_params) if initial is None else initial,
-        args=args,
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3},
-    )
-    return result.x
+def _minimise(objective, n_params, max_iter, tol, initial=None):
+    start = np.zeros(n_params) if initial is None else initial
+    params, _ = minimise(objective, start, max_iter=max_iter, gtol=tol, ftol=tol * 1e-3)
+    return params
 
 
 def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6, initial=None):
@@ -119,10 +147,7 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         initial_coef = np.asarray(initial[0], dtype=np.float64)
         start = np.concatenate([(initial_coef if basis is None else basis.T @ initial_coef).ravel(),
                                 np.asarray(initial[1], dtype=np.float64)])
-    params = _minimise(
-        softmax_loss_and_gradient, (n_features + 1) * n_classes, (features, targets, weights, l2), max_iter, tol,
-        start,
-    )
+    params = _minimise(SoftmaxLoss(features, targets, weights, l2), (n_features + 1) * n_classes, max_iter, tol, start)
     coef = params[: n_features * n_classes].reshape(n_features, n_classes)
     return (coef if basis is None else basis @ coef), params[n_features * n_classes :]
 
@@ -160,9 +185,8 @@ def fit_logistic_regression(features, targets, *, l2=1e-4, sample_weight=None, m
     features = np.asarray(features, dtype=np.float64)
     targets = np.asarray(targets, dtype=np.float64)
     weights = _normalised_weights(features.shape[0], sample_weight)
-    params = _minimise(
-        logistic_loss_and_gradient, features.shape[1] + 1, (features, targets, weights, l2), max_iter, tol
-    )
+    params = _minimise(lambda p: logistic_loss_and_gradient(p, features, targets, weights, l2), features.shape[1] + 1,
+                       max_iter, tol)
     return params[:-1], float(params[-1])
 
 
