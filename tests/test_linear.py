@@ -155,3 +155,17 @@ def test_softmax_rows_written_in_blocks_are_those_of_one_softmax():
     assert_allclose(out[rows], expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
     untouched = np.setdiff1d(np.arange(50), rows)
     assert np.all(out[untouched] == -1.0)
+
+
+@pytest.mark.parametrize("l2", [0.0, 1e-12])
+def test_regressions_without_ridge_on_separable_data_stay_finite(l2):
+    # The optimum is at infinity: L-BFGS must stop (relative decrease) at finite parameters that separate.
+    rng = np.random.default_rng(5)
+    features = np.r_[rng.normal(3.0, 1.0, (30, 4)), rng.normal(-3.0, 1.0, (30, 4))]
+    labels = np.repeat([0, 1], 30)
+    coef, intercept = fit_softmax_regression(features, np.eye(2)[labels], l2=l2, max_iter=1000)
+    assert np.isfinite(coef).all() and np.isfinite(intercept).all()
+    assert_array_equal(softmax_proba(features, coef, intercept).argmax(axis=1), labels)
+    coef, intercept = fit_logistic_regression(features, labels.astype(float), l2=l2, max_iter=1000)
+    assert np.isfinite(coef).all() and np.isfinite(intercept)
+    assert_array_equal(sigmoid_proba(features, coef, intercept) > 0.5, labels == 1)
