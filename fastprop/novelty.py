@@ -39,9 +39,15 @@ MAX_CANDIDATES = 5_000
 #: beyond, plus one of every class the sample misses): the farthest-first
 #: anchors and the known classes' training rows, so that neither grows with N.
 MAX_SEEDS = 2_000
-#: Columns of ``X W`` smoothed at a time: at a million samples two float64
-#: (n, 16) buffers are 256 MB.
+#: Columns of ``X W`` smoothed at a time, at least: at a million samples two
+#: float64 (n, 16) buffers are 256 MB.
 COLUMN_BLOCK = 16
+#: ... and more while one float64 (n, columns) buffer stays within this many
+#: bytes (:func:`column_block`): every column at once on the real sets (13k
+#: samples, up to 141 columns), where 16 at a time re-read the graph for each
+#: block; the fit 4-8% faster there (bench/RESULTS.md, issue #17). 41 columns
+#: at 100k samples, 16 at a million.
+COLUMN_BLOCK_BYTES = 32 * 2**20
 #: How many times the provisional classes are built without a validation set
 #: (:func:`refined_confidence`): the first from what the automatic threshold
 #: rejects, each next one from what the last blend puts below
@@ -265,8 +271,8 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
 
     ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
     returns ``max_{k < n_known} p_k`` for every row of ``rows``. The columns
-    are smoothed :data:`COLUMN_BLOCK` at a time with a running log-sum-exp,
-    so memory stays O(n * COLUMN_BLOCK) whatever the number of classes.
+    are smoothed :func:`column_block` at a time with a running log-sum-exp,
+    so memory stays O(n * column_block(n)) whatever the number of classes.
 
     Parameters
     ----------
@@ -442,16 +448,26 @@ def most_confident_rows(rows, column, probability, per_column):
     return rows[taken], column[taken]
 
 
+def column_block(n_samples):
+    """Columns of ``X W`` :func:`_smoothed_logits` smooths at a time for ``n_samples`` samples.
+
+    :data:`COLUMN_BLOCK`, or as many as fit one float64 (n_samples, columns)
+    buffer in :data:`COLUMN_BLOCK_BYTES` when that is more.
+    """
+    return max(COLUMN_BLOCK, COLUMN_BLOCK_BYTES // (8 * max(n_samples, 1)))
+
+
 def _smoothed_logits(walk, features, row_scale, coef, depth, rows):
     """Yield ``(begin, end, first_row, logits)``: ``S^depth diag(row_scale) X W[:, begin:end]`` at some rows.
 
-    :data:`COLUMN_BLOCK` columns at a time; all rows a block of rows at a
+    :func:`column_block` columns at a time; all rows a block of rows at a
     time (``first_row`` the first of them) when ``rows`` is None, else the
     rows of ``rows`` at once (``first_row`` 0). ``logits`` is float64 and
     the caller's to change.
     """
-    for begin in range(0, coef.shape[1], COLUMN_BLOCK):
-        end = min(begin + COLUMN_BLOCK, coef.shape[1])
+    block = column_block(features.shape[0])
+    for begin in range(0, coef.shape[1], block):
+        end = min(begin + block, coef.shape[1])
         # X W's block is a temporary: freed after the first step. Every row's last step is taken a block
         # of rows at a time (at a million samples the (n, 16) float64 result would be 128 MB).
         if rows is None:

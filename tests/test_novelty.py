@@ -5,7 +5,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import softmax
 
-from fastprop import FastProp, build_knn_graph
+from fastprop import FastProp, build_knn_graph, novelty
 from fastprop.adjacency import RandomWalk
 from fastprop.novelty import (
     AUTO_ROUNDS,
@@ -13,7 +13,9 @@ from fastprop.novelty import (
     SCOUT_ITERATIONS,
     blended_confidence,
     claimed_share,
+    column_block,
     COLUMN_BLOCK,
+    COLUMN_BLOCK_BYTES,
     MAX_PROVISIONAL,
     MIN_HELD_SHARE,
     REFIT_ROWS_KNOWN,
@@ -94,10 +96,24 @@ def dense_softmax(X, graph, scale, coef, intercept, depth):
     return softmax(logits + intercept, axis=1)
 
 
+@pytest.fixture(params=["every column at once", "blocks of COLUMN_BLOCK"])
+def column_blocks(request, monkeypatch):
+    """Runs a test with the columns smoothed all at once (small n), then COLUMN_BLOCK at a time."""
+    if request.param != "every column at once":
+        monkeypatch.setattr(novelty, "COLUMN_BLOCK_BYTES", 0)
+    return request.param
+
+
+def test_column_block_grows_with_the_budget_down_to_its_floor():
+    assert column_block(13_083) == COLUMN_BLOCK_BYTES // (8 * 13_083) > 141  # a whole real set: every column
+    assert column_block(100_000) == 41
+    assert column_block(1_000_000) == column_block(10**8) == COLUMN_BLOCK
+
+
 @pytest.mark.parametrize("n_columns", [3, COLUMN_BLOCK + 5, 2 * COLUMN_BLOCK + 1])
 @pytest.mark.parametrize("depth", [0, 2])
 @pytest.mark.parametrize("n_known", [2, COLUMN_BLOCK + 2])
-def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known):
+def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known, column_blocks):
     rng = np.random.default_rng(n_columns + depth)
     X = rng.normal(size=(80, 6)).astype(np.float32)
     graph = build_knn_graph(X, 6, method="exact")
@@ -113,7 +129,7 @@ def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_know
 
 @pytest.mark.parametrize("n_columns", [4, COLUMN_BLOCK + 5])
 @pytest.mark.parametrize("depth", [0, 2])
-def test_most_probable_columns_match_a_dense_softmax(n_columns, depth):
+def test_most_probable_columns_match_a_dense_softmax(n_columns, depth, column_blocks):
     rng = np.random.default_rng(10 * n_columns + depth)
     X = rng.normal(size=(120, 6)).astype(np.float32)
     graph = build_knn_graph(X, 6, method="exact")
