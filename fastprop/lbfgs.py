@@ -45,7 +45,8 @@ def minimise(objective, start, *, max_iter, gtol, ftol):
         Stop when the largest gradient entry is at most this.
     ftol : float
         Stop when an iteration lowers the loss by at most ``ftol`` times
-        ``max(|loss|, 1)`` (SciPy's ``ftol`` for L-BFGS-B).
+        ``max(|loss before|, |loss after|, 1)`` (SciPy's ``ftol`` for
+        L-BFGS-B).
 
     Returns
     -------
