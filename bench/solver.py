@@ -16,7 +16,6 @@ old loss is not measured here (see ``bench/RESULTS.md``).
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import log, write_table  # noqa: E402
+from _common import log, timed, write_table  # noqa: E402
 from levers import load  # noqa: E402
 
 import fastprop.linear as linear  # noqa: E402
@@ -77,21 +76,20 @@ def solve_fastprop(problem):
 
 def measure(problem, solve, repeat):
     """Best seconds of ``repeat`` solves, and the evaluations, loss and largest gradient entry of the last."""
-    counted = {"evaluations": 0}
     loss = problem["loss"]
+    evaluations = []
 
     def counting(params):
-        counted["evaluations"] += 1
+        evaluations[-1] += 1
         return loss(params)
 
-    best = np.inf
-    for _ in range(repeat):
-        counted["evaluations"] = 0
-        start = time.perf_counter()
-        params = solve({**problem, "loss": counting})
-        best = min(best, time.perf_counter() - start)
+    def solve_once():
+        evaluations.append(0)
+        return solve({**problem, "loss": counting})
+
+    best, params = timed(solve_once, repeat)
     value, gradient = loss(params)
-    return best, counted["evaluations"], value, float(np.abs(gradient).max())
+    return best, evaluations[-1], value, float(np.abs(gradient).max())
 
 
 def main(argv=None):
