@@ -7,8 +7,8 @@ captured, on each set of ``../shared/data`` present: the whole set (every
 class known, 1% seeds) and the levers protocol's 50%-outlier task (1% seeds,
 task seed 0). Each captured problem (rows, targets, weights, ridge, iteration
 cap, tolerance, start) is then solved again by both solvers on the same loss
-(:class:`fastprop.linear.SoftmaxLoss`), alternately, best of
-``--repeat`` runs, BLAS on the calling thread as in a fit. Printed per
+(:class:`fastprop.linear.SoftmaxLoss`), SciPy's then fastprop's, each the
+best of ``--repeat`` runs, BLAS on the calling thread as in a fit. Printed per
 problem: loss evaluations, final loss, largest gradient entry, seconds, and
 the ratio fastprop / SciPy; then the sums. A fit's own solver time with the
 old loss is not measured here (see ``bench/RESULTS.md``).
