@@ -177,10 +177,12 @@ class FastProp(TransductiveEstimator):
         the samples the last blend puts below 0.5
         (:func:`fastprop.novelty.refined_confidence`; beyond 20,000
         unlabeled samples the first two read a random 5,000 of them):
-        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds; and every
-        known class is trained there on 5 rows at least, its seeds topped up
-        with self-training's most confident labels
-        (:data:`fastprop.novelty.TOP_UP_ROWS`): +0.4 more. Measured
+        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds. With or
+        without a validation set every known class is trained there on 5
+        rows at least, its seeds topped up with self-training's most
+        confident labels (:data:`fastprop.novelty.TOP_UP_ROWS`): +0.4 points
+        more without one, +0.16 / +0.28 / 0.00 with one (three draws of the
+        fit). Measured
         (bench/RESULTS.md, issue #16) over the paper's confidence as the
         rest: +0.5 to +0.7 points of accuracy on average with a validation
         set, and with ``"auto"``'s cut at 0.5 +1.9 to +2.7 without. The
@@ -483,8 +485,9 @@ class FastProp(TransductiveEstimator):
         self.n_provisional_classes_ = 0
         known = None
         # Without truth to choose a threshold on, "auto" cuts the blend at 0.5 (or rejects the outlier share
-        # given): the classes are built AUTO_ROUNDS times, the known ones also from self-training's labels, and
-        # without a share given the last build is fitted again with its classes' most confident samples as rows.
+        # given): the classes are built AUTO_ROUNDS times, and without a share given the last build is fitted
+        # again with its classes' most confident samples as rows. The known classes are also trained on
+        # self-training's labels, with a validation set too.
         unsupervised = validation is None and isinstance(self.outlier_threshold, str)
         share = float(self.outlier_share) if unsupervised and self.outlier_share is not None else None
         if self.provisional_classes and self.confidence != "random":
@@ -499,7 +502,7 @@ class FastProp(TransductiveEstimator):
                     context.walk, features, context.row_scale, seed_class, classes.size, identified,
                     depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=rng,
                     known_outliers=known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-                    pseudo_labels=found.pseudo_labels if unsupervised else None,
+                    pseudo_labels=found.pseudo_labels,
                     refit_candidates=scout_rows if refit else None,
                 )
 

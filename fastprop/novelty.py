@@ -53,17 +53,18 @@ COLUMN_BLOCK_BYTES = 32 * 2**20
 #: rejects, each next one from what the last blend puts below
 #: :data:`fastprop.threshold.PROBABILITY_CUT`.
 AUTO_ROUNDS = 3
-#: Without a validation set every known class is trained on at least this
-#: many rows in the provisional step: its seeds, topped up with its most
-#: confident pseudo-labels (:func:`top_up_rows`), so that fewer of its own
-#: samples are claimed by provisional classes. Measured (bench/RESULTS.md,
-#: issue #16 item 2; three data sets, 0.5 / 1 / 5% seeds, 5 task seeds, no
-#: validation) against the seeds alone: +0.39 points of accuracy on average
+#: Every known class is trained on at least this many rows in the
+#: provisional step: its seeds, topped up with its most confident
+#: pseudo-labels (:func:`top_up_rows`), so that fewer of its own samples are
+#: claimed by provisional classes. Measured (bench/RESULTS.md, issue #16;
+#: three data sets, 0.5 / 1 / 5% seeds, 5 task seeds) against the seeds
+#: alone: without a validation set +0.39 points of accuracy on average
 #: (+0.57 / +0.58 / +0.02), up to +2.2 on the sentence sets at 10-30%
-#: outliers; MNIST and 5% seeds, whose classes have 5 seeds or more, as
-#: before. 10 rows gained +0.79 at 1% seeds for 1.33x the fit's time on
-#: Banking77 (5 rows: 1.10x). With a validation set 10 pseudo-labels a
-#: class did no better than the seeds alone (HWU64's outlier AUROC -1 to -2).
+#: outliers; with one, over three draws of the fit, +0.16 / +0.28 / 0.00,
+#: and +0.02 to +0.75 on tasks of 15 to 60 intents; MNIST and 5% seeds,
+#: whose classes have 5 seeds or more, as before. 10 rows gained +0.79 at
+#: 1% seeds without a validation set for 1.33x the fit's time on Banking77
+#: (5 rows: 1.10x; with a validation set 1.02-1.06x).
 TOP_UP_ROWS = 5
 #: Without a validation set (and no ``outlier_share`` given) the last build's
 #: softmax regression is fitted again with more rows (:func:`refit_rows`):

@@ -730,8 +730,8 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
 
 @pytest.mark.parametrize(("setting", "with_validation", "pseudo_labels", "passed_on"),
                          [("auto", False, 3000, "self-training's"), ("auto", False, 0, "none made"),
-                          ("auto", True, 3000, "not asked"), (0.8, False, 3000, "not asked")])
-def test_only_auto_without_validation_trains_the_known_classes_on_pseudo_labels_too(
+                          ("auto", True, 3000, "self-training's"), (0.8, False, 3000, "self-training's")])
+def test_the_known_classes_are_trained_on_pseudo_labels_too_with_or_without_validation(
         monkeypatch, setting, with_validation, pseudo_labels, passed_on):
     import fastprop.estimator as estimator
     import fastprop.propagation as propagation
@@ -755,9 +755,7 @@ def test_only_auto_without_validation_trains_the_known_classes_on_pseudo_labels_
         X, y, validation=(validation, truth[validation]) if with_validation else None)
     assert passed and len(chosen) == (pseudo_labels > 0)
     for labels in passed:
-        if passed_on == "not asked":
-            assert labels is None
-        elif passed_on == "none made":
+        if passed_on == "none made":
             assert labels[0].size == labels[1].size == 0
         else:  # self-training's labels, by class, each with the class the first predictor gave it
             assert_array_equal(labels[0], chosen[0])
