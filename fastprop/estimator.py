@@ -106,7 +106,9 @@ class FastProp(TransductiveEstimator):
         final confidence, with the class it gave them (never a known
         outlier). Every unlabeled sample's label then comes from the
         refitted predictor, which also labels new points; the confidence
-        does not change. 0 is the paper's single round. Used with
+        changes only through the provisional classes, whose known classes
+        are topped up with the most confident of these labels
+        (:data:`fastprop.novelty.TOP_UP_ROWS`). 0 is the paper's single round. Used with
         ``local_predictor="sgc"`` and ``labels="graph"`` only. A total rather
         than a share keeps the refit (a softmax regression on that many
         rows) as cheap at a million samples as at ten thousand; 3000 is 100
