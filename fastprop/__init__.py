@@ -16,6 +16,7 @@ except metadata.PackageNotFoundError:  # imported from a source tree that was ne
 #: Where each public name lives.
 _MODULES = {
     "FastProp": "estimator",
+    "OutlierThresholdWarning": "threshold",
     "warmup": "estimator",
     "build_knn_graph": "graph",
     "knn_graph_from_lists": "graph",
@@ -27,6 +28,7 @@ _MODULES = {
 
 __all__ = [
     "FastProp",
+    "OutlierThresholdWarning",
     "build_knn_graph",
     "knn_graph_from_lists",
     "knn_search",

@@ -413,3 +413,42 @@ def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
     monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: 10_000)
     with pytest.raises(ValueError, match=r"patch buffers \(max_patch_size=3000.*lower max_patch_size"):
         FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)
+
+
+def _many_small_clusters(n_classes, per_class=6, seed=0):
+    """``n_classes`` tight clusters in 16 dimensions, the first sample of each a seed."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, 16))
+    X = (np.repeat(centres, per_class, axis=0) + 0.05 * rng.normal(size=(n_classes * per_class, 16))).astype(np.float32)
+    truth = np.repeat(np.arange(n_classes), per_class)
+    y = np.full(truth.size, -1)
+    y[::per_class] = truth[::per_class]
+    return X, y, truth
+
+
+def test_auto_without_validation_warns_from_many_classes_up():
+    import warnings
+
+    from fastprop.threshold import MANY_CLASSES, OutlierThresholdWarning
+
+    X, y, truth = _many_small_clusters(MANY_CLASSES)
+    with pytest.warns(OutlierThresholdWarning, match=rf"on {MANY_CLASSES} classes.*outlier_share") as record:
+        FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    assert [w.filename for w in record] == [__file__]  # points at the caller's fit
+    validation = np.flatnonzero(y < 0)[::3]
+    quiet = [({}, {"validation": (validation, truth[validation])}),  # a validation set chooses the threshold
+             ({"outlier_share": 0.0}, {}), ({"outlier_threshold": 0.3}, {}), ({"outlier_threshold": None}, {})]
+    X_fewer, y_fewer, _ = _many_small_clusters(MANY_CLASSES - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kwargs, fit_kwargs in quiet:
+            FastProp(n_neighbors=5, random_state=0, **kwargs).fit(X, y, **fit_kwargs)
+        FastProp(n_neighbors=5, random_state=0).fit(X_fewer, y_fewer)
+
+
+def test_the_threshold_warning_is_public():
+    import fastprop
+    from fastprop.threshold import OutlierThresholdWarning
+
+    assert fastprop.OutlierThresholdWarning is OutlierThresholdWarning
+    assert issubclass(OutlierThresholdWarning, UserWarning)
