@@ -491,39 +491,8 @@ class FastProp(TransductiveEstimator):
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
         notify("provisional")
-        self.n_provisional_classes_ = 0
-        known = None
-        # Without truth to choose a threshold on, "auto" cuts the blend at 0.5 (or rejects the outlier share
-        # given): the classes are built AUTO_ROUNDS times, and without a share given the last build is fitted
-        # again with its classes' most confident samples as rows. The known classes are also trained on
-        # self-training's labels, with a validation set too.
-        unsupervised = validation is None and isinstance(self.outlier_threshold, str)
-        share = float(self.outlier_share) if unsupervised and self.outlier_share is not None else None
-        if self.provisional_classes and self.confidence != "random":
-            rounds = 0
-            if (identifying > 0 or known_outliers.size) and share != 0:
-                rounds = AUTO_ROUNDS if unsupervised else 1
-            scout_rows = scouting_rows(unlabeled, rounds, rng)
-
-            def build_classes(identified, represented, max_iter, rows):
-                refit = unsupervised and share is None and rows is None  # "auto"'s last build (scouts read rows)
-                return provisional_class_confidence(
-                    context.walk, features, context.row_scale, seed_class, classes.size, identified,
-                    depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=rng,
-                    known_outliers=known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-                    pseudo_labels=found.pseudo_labels,
-                    refit_candidates=scout_rows if refit else None,
-                )
-
-            final, known, self.n_provisional_classes_ = refined_confidence(
-                final, np.flatnonzero((final < identifying) & ~labeled), found.distributions.max(axis=1),
-                found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
-                build_classes, scout_rows, share,
-            )
-            final[labeled] = 1.0
-            final[known_outliers] = 0.0
-        threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
-                                     self.validation_rule, probabilities=known is not None, share=share)
+        final, threshold, self.n_provisional_classes_ = self._provisional_step(
+            context, found, final, predicted, identifying, unlabeled, validation)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()
@@ -662,6 +631,55 @@ class FastProp(TransductiveEstimator):
         features = check_features(X, rescale_rows=True)
         self._check_n_features(features)
         return self.predictor_.predict(features)
+
+    def _provisional_step(self, context, found, first, predicted, identifying, unlabeled, validation):
+        """The final confidence after the provisional classes, and the outlier threshold on it.
+
+        Gives the samples ``identifying`` rejects provisional classes of their
+        own and blends the known-class confidence with the label probability
+        (:func:`fastprop.novelty.refined_confidence`). Without truth to
+        choose a threshold on, ``"auto"`` cuts the blend at 0.5 (or rejects
+        the outlier share given): the classes are built ``AUTO_ROUNDS``
+        times, and without a share given the last build is fitted again with
+        its classes' most confident samples as rows. The known classes are
+        trained on their seeds topped up with self-training's labels.
+
+        Returns
+        -------
+        confidence : ndarray of shape (n_samples,)
+        threshold : float
+        n_provisional : int
+        """
+        labeled = context.seed_class >= 0
+        unsupervised = validation is None and isinstance(self.outlier_threshold, str)
+        share = float(self.outlier_share) if unsupervised and self.outlier_share is not None else None
+        final, known, n_provisional = first, None, 0
+        if self.provisional_classes and self.confidence != "random":
+            rounds = 0
+            if (identifying > 0 or context.known_outliers.size) and share != 0:
+                rounds = AUTO_ROUNDS if unsupervised else 1
+            scout_rows = scouting_rows(unlabeled, rounds, context.rng)
+
+            def build_classes(identified, represented, max_iter, rows):
+                refit = unsupervised and share is None and rows is None  # "auto"'s last build (scouts read rows)
+                return provisional_class_confidence(
+                    context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
+                    identified, depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=context.rng,
+                    known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
+                    pseudo_labels=found.pseudo_labels,
+                    refit_candidates=scout_rows if refit else None,
+                )
+
+            final, known, n_provisional = refined_confidence(
+                first, np.flatnonzero((first < identifying) & ~labeled), found.distributions.max(axis=1),
+                found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
+                build_classes, scout_rows, share,
+            )
+            final[labeled] = 1.0
+            final[context.known_outliers] = 0.0
+        threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
+                                     self.validation_rule, probabilities=known is not None, share=share)
+        return final, threshold, n_provisional
 
     def _workspace(self, graph, n_features, n_classes):
         settings = PatchSettings(
