@@ -299,8 +299,9 @@ def warn_if_many_classes(n_classes, stacklevel):
         f"outlier_threshold='auto' without a validation set on {n_classes} classes: from {MANY_CLASSES} "
         "classes up it was measured to reject 15-34% of the in-class samples of sentence-embedding tasks "
         "that had no outlier at all, 7-15 points of accuracy below a threshold chosen on a validation set "
-        "(bench/RESULTS.md, issue #16). Pass validation=(indices, labels) to fit, or "
-        "FastProp(outlier_share=...) with the share of outliers you expect (0 for none).",
+        "(bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
+        "--validation on the command line) or the share of outliers you expect (FastProp(outlier_share=...); "
+        "--outlier-share; 0 for none).",
         OutlierThresholdWarning, stacklevel=stacklevel + 1,
     )
 

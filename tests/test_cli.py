@@ -244,6 +244,27 @@ def _override(argv, extra):
     return argv
 
 
+def test_auto_on_many_classes_warns_once_and_says_the_command_line_remedies(capsys, tmp_path):
+    from fastprop.threshold import MANY_CLASSES
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(MANY_CLASSES, 8))
+    X = (np.repeat(centres, 5, axis=0) + 0.05 * rng.normal(size=(5 * MANY_CLASSES, 8))).astype(np.float32)
+    seeds = np.full(len(X), -1)
+    seeds[::5] = np.arange(MANY_CLASSES)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", seeds)
+    argv = ["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
+            "--out", tmp_path / "result.npz", "--neighbors", "4", "--seed", "0"]
+    status, _, err = run(argv, capsys)
+    assert status == 0
+    warned = [line for line in err.splitlines() if line.startswith("fastprop: warning:")]
+    assert len(warned) == 1 and f"on {MANY_CLASSES} classes" in warned[0]
+    assert "--validation" in warned[0] and "--outlier-share" in warned[0]
+    status, _, err = run(argv + ["--outlier-share", "0"], capsys)
+    assert status == 0 and "warning" not in err
+
+
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_bad_input_is_one_error_line_exit_2_and_no_output(capsys, files, case):
     make_options, message = BAD_INPUTS[case]
