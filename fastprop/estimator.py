@@ -24,7 +24,8 @@ from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
 from .graph import fit_graph
-from .novelty import AUTO_ROUNDS, provisional_class_confidence, refined_confidence, scouting_rows
+from .novelty import (AUTO_ROUNDS, KNOWN_TOP_WITH_VALIDATION, provisional_class_confidence, refined_confidence,
+                      scouting_rows)
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
@@ -166,7 +167,9 @@ class FastProp(TransductiveEstimator):
         the known and the provisional classes then competes for every sample,
         and the threshold is chosen again on the final confidence
         (:func:`fastprop.novelty.blended_confidence`): the known-class
-        probability weighs ``min(1, 2 x`` an outlier share``)``
+        probability (with a validation set the two largest summed,
+        :data:`fastprop.novelty.KNOWN_TOP_WITH_VALIDATION`) weighs
+        ``min(1, 2 x`` an outlier share``)``
         (:func:`fastprop.novelty.known_class_weight`: the validation set's,
         or without one the share the provisional classes claim), and the
         rest is each sample's largest label probability (the first
@@ -666,8 +669,8 @@ class FastProp(TransductiveEstimator):
                     context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
                     identified, depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=context.rng,
                     known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-                    pseudo_labels=found.pseudo_labels,
-                    refit_candidates=scout_rows if refit else None,
+                    pseudo_labels=found.pseudo_labels, refit_candidates=scout_rows if refit else None,
+                    n_top=1 if validation is None else KNOWN_TOP_WITH_VALIDATION,
                 )
 
             final, known, n_provisional = refined_confidence(

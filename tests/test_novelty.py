@@ -16,6 +16,7 @@ from fastprop.novelty import (
     column_block,
     COLUMN_BLOCK,
     COLUMN_BLOCK_BYTES,
+    KNOWN_TOP_WITH_VALIDATION,
     MAX_PROVISIONAL,
     MIN_HELD_SHARE,
     REFIT_ROWS_KNOWN,
@@ -112,8 +113,9 @@ def test_column_block_grows_with_the_budget_down_to_its_floor():
 
 @pytest.mark.parametrize("n_columns", [3, COLUMN_BLOCK + 5, 2 * COLUMN_BLOCK + 1])
 @pytest.mark.parametrize("depth", [0, 2])
-@pytest.mark.parametrize("n_known", [2, COLUMN_BLOCK + 2])
-def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known, column_blocks):
+@pytest.mark.parametrize("n_known", [1, 2, COLUMN_BLOCK + 2])
+@pytest.mark.parametrize("n_top", [1, 2])
+def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known, n_top, column_blocks):
     rng = np.random.default_rng(n_columns + depth)
     X = rng.normal(size=(80, 6)).astype(np.float32)
     graph = build_knn_graph(X, 6, method="exact")
@@ -122,9 +124,10 @@ def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_know
     intercept = rng.normal(size=n_columns)
     scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
     n_known = min(n_known, n_columns)
-    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth)
-    expected = dense_softmax(X, graph, scale, coef, intercept, depth)[:, :n_known].max(axis=1)
-    assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top)
+    # the n_top largest known-class probabilities of each row, summed (all of them with fewer known classes)
+    expected = -np.sort(-dense_softmax(X, graph, scale, coef, intercept, depth)[:, :n_known], axis=1)[:, :n_top]
+    assert_allclose(got, expected.sum(axis=1), rtol=1e-5, atol=1e-9)
 
 
 @pytest.mark.parametrize("n_columns", [4, COLUMN_BLOCK + 5])
@@ -262,7 +265,8 @@ def test_refit_rows_take_no_provisional_rows_from_fragments_and_none_at_all_with
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
-def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_once(depth, monkeypatch):
+@pytest.mark.parametrize("n_top", [1, 2])
+def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_once(depth, n_top, monkeypatch):
     import fastprop.adjacency
 
     rng = np.random.default_rng(depth)
@@ -270,11 +274,11 @@ def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_onc
     walk = RandomWalk(build_knn_graph(X, 6, method="exact"))
     coef, intercept = rng.normal(size=(5, COLUMN_BLOCK + 3)) * 3, rng.normal(size=COLUMN_BLOCK + 3)
     scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
-    at_once = known_class_confidence(walk, X, scale, coef, intercept, 4, depth)  # one block of 90 rows
+    at_once = known_class_confidence(walk, X, scale, coef, intercept, 4, depth, n_top=n_top)  # one block of 90 rows
     monkeypatch.setattr(fastprop.adjacency, "BLOCK_ROWS", 16)
-    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth), at_once)
+    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, n_top=n_top), at_once)
     rows = np.array([89, 3, 40])
-    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, rows), at_once[rows])
+    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, rows, n_top), at_once[rows])
 
 
 def clusters(seed=0, n_per=60, n_unseeded=2):
@@ -776,6 +780,8 @@ def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeyp
 
     def recording(*args, **kwargs):
         calls.append((kwargs["rows"], kwargs["refit_candidates"]))
+        # with a validation set the two largest known-class probabilities make the confidence, else the largest
+        assert kwargs["n_top"] == (KNOWN_TOP_WITH_VALIDATION if with_validation else 1)
         return provisional_class_confidence(*args, **kwargs)
 
     monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
