@@ -647,6 +647,21 @@ class FastProp(TransductiveEstimator):
         its classes' most confident samples as rows. The known classes are
         trained on their seeds topped up with self-training's labels.
 
+        Parameters
+        ----------
+        context : fastprop.propagation.FitContext
+        found : fastprop.propagation.PassResult
+            The propagation pass (label distributions, views, pseudo-labels).
+        first : ndarray of shape (n_samples,)
+            The paper's confidence (0 for known outliers).
+        predicted : ndarray of shape (n_samples,)
+            Class indices (the seeds' own).
+        identifying : float
+            The first threshold: the unlabeled samples below it get provisional classes.
+        unlabeled : ndarray of int
+            Unlabeled samples, known outliers aside.
+        validation : (indices, encoded truth) or None
+
         Returns
         -------
         confidence : ndarray of shape (n_samples,)
