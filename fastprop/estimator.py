@@ -24,8 +24,7 @@ from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
 from .graph import fit_graph
-from .novelty import (AUTO_ROUNDS, KNOWN_TOP_WITH_VALIDATION, provisional_class_confidence, refined_confidence,
-                      scouting_rows)
+from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
@@ -167,8 +166,9 @@ class FastProp(TransductiveEstimator):
         the known and the provisional classes then competes for every sample,
         and the threshold is chosen again on the final confidence
         (:func:`fastprop.novelty.blended_confidence`): the known-class
-        probability (with a validation set the two largest summed,
-        :data:`fastprop.novelty.KNOWN_TOP_WITH_VALIDATION`) weighs
+        probability (with a validation set, and for ``"auto"`` alone from
+        40 classes up, the two largest summed:
+        :func:`fastprop.novelty.known_top`) weighs
         ``min(1, 2 x`` an outlier share``)``
         (:func:`fastprop.novelty.known_class_weight`: the validation set's,
         or without one the share the provisional classes claim), and the
@@ -227,8 +227,8 @@ class FastProp(TransductiveEstimator):
         alone -1.7 to -2.2, down to -9.8); at 1% seeds a share 0.1 too
         high lost up to 8.6 points where there was no outlier, 0.1 too low
         up to 2.7: when unsure, err low. With every class seeded and no
-        outlier ``"auto"`` alone rejected 18-20% of the in-class samples of
-        40-class tasks, 28-30% with 48-60 classes and 31-34% on the whole of
+        outlier ``"auto"`` alone rejected 10% of the in-class samples of
+        40-class tasks, 18-19% with 48-60 classes and 21-26% on the whole of
         Banking77 and HWU64 (64-77 classes) at 1% seeds; 0 rejects none.
     validation_rule : {"smoothed", "max"}, default="smoothed"
         How ``validation`` chooses the final o_tau. ``"max"`` (the paper's):
@@ -677,6 +677,7 @@ class FastProp(TransductiveEstimator):
             if (identifying > 0 or context.known_outliers.size) and share != 0:
                 rounds = AUTO_ROUNDS if unsupervised else 1
             scout_rows = scouting_rows(unlabeled, rounds, context.rng)
+            n_top = known_top(validation is not None, unsupervised and share is None, context.n_classes)
 
             def build_classes(identified, represented, max_iter, rows):
                 refit = unsupervised and share is None and rows is None  # "auto"'s last build (scouts read rows)
@@ -685,7 +686,7 @@ class FastProp(TransductiveEstimator):
                     identified, depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=context.rng,
                     known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
                     pseudo_labels=found.pseudo_labels, refit_candidates=scout_rows if refit else None,
-                    n_top=1 if validation is None else KNOWN_TOP_WITH_VALIDATION,
+                    n_top=n_top,
                 )
 
             final, known, n_provisional = refined_confidence(

@@ -10,8 +10,8 @@ provisional seeds as the seeds' own density gives them (``n_seeds`` per
 of their SGC features away from the seeds and from each other. A softmax
 regression over the known and the provisional classes then competes for
 every sample, and the largest known-class probability (with a validation
-set, the two largest summed) says how much of a sample a known class can
-claim. Without a validation set the classes are
+set, or with many classes, the two largest summed: :func:`known_top`) says
+how much of a sample a known class can claim. Without a validation set the classes are
 built again for what that confidence rejects (:func:`refined_confidence`),
 and the last build is fitted again with more rows of each class, its most
 confident samples (:func:`refit_rows`), but none for a provisional class
@@ -25,7 +25,7 @@ smoothed copy.
 import numpy as np
 
 from .linear import fit_softmax_regression
-from .threshold import PROBABILITY_CUT
+from .threshold import MANY_CLASSES, PROBABILITY_CUT
 
 #: At most this many provisional classes (their columns cost time in every
 #: product of the known-class confidence).
@@ -67,19 +67,9 @@ AUTO_ROUNDS = 3
 #: 1% seeds without a validation set for 1.33x the fit's time on Banking77
 #: (5 rows: 1.10x; with a validation set 1.02-1.06x).
 TOP_UP_ROWS = 5
-#: With a validation set the known-class confidence is the sum of a sample's
-#: two largest known-class probabilities, not the largest alone: an in-class
-#: sample between two similar known classes then ranks above an outlier that
-#: a provisional class claims. Measured (bench/RESULTS.md, issue #16; three
-#: data sets, 0.5 / 1 / 5% seeds, three draws of the fit of 5 task seeds):
-#: outlier AUROC +0.30 / +0.31 / +0.58 points a cell (higher in 25 of 27
-#: cells), accuracy 0.00 / +0.09 / +0.29 (MNIST at 1% seeds and 30-50%
-#: outliers +0.81 to +0.85; worst HWU64 0.5% 30% -0.79 +- 0.62), the fit's
-#: time unchanged. Without a validation set, where the share the provisional
-#: classes claim sets the blend's weight and cut, it claimed too little:
-#: -1.2 a cell at 1% seeds (-6.9 on Banking77 at 50% outliers, +4.6 to +7.0
-#: with 48-60 classes and none), so the largest alone stays there.
-KNOWN_TOP_WITH_VALIDATION = 2
+#: Where :func:`known_top` says so, the known-class confidence is the sum of a
+#: sample's two largest known-class probabilities, not the largest alone.
+KNOWN_TOP = 2
 #: Without a validation set (and no ``outlier_share`` given) the last build's
 #: softmax regression is fitted again with more rows (:func:`refit_rows`):
 #: each known class's :data:`REFIT_ROWS_KNOWN` and each provisional class's
@@ -281,6 +271,50 @@ def farthest_first(anchors, candidates, n_chosen):
     return chosen
 
 
+def known_top(with_validation, unaided_auto, n_classes):
+    """How many of a sample's largest known-class probabilities make its known-class confidence.
+
+    :data:`KNOWN_TOP` (the two largest, summed) with a validation set, and
+    for ``"auto"`` with neither a validation set nor an outlier share from
+    :data:`fastprop.threshold.MANY_CLASSES` classes up; the largest alone
+    otherwise. An in-class sample between two similar known classes splits
+    its probability between them and, counted by the largest alone, looks
+    as unclaimed as an outlier a provisional class takes.
+
+    Measured (bench/RESULTS.md, issue #16). With a validation set (three
+    data sets, 0.5 / 1 / 5% seeds, three draws of the fit of 5 task seeds):
+    outlier AUROC +0.30 / +0.31 / +0.58 points a cell (higher in 25 of 27
+    cells), accuracy 0.00 / +0.09 / +0.29 (MNIST at 1% seeds and 30-50%
+    outliers +0.81 to +0.85; worst HWU64 0.5% 30% -0.79 +- 0.62), the fit's
+    time unchanged; three or all known classes did worse. Without one,
+    where the share the provisional classes claim sets both the blend's
+    weight and its cut, the two largest make them claim less: with 15-32
+    classes far too little at 50% outliers (-1.2 a cell at 1% seeds,
+    Banking77 at 50% -6.9, 15-class tasks -10.2), with 40-77 classes, where
+    similar intents are many, the right amount more often (40 classes, two
+    draws: +2.5 to +3.3 a cell, +4.6 to +7.5 with no outlier, -0.1 to -1.7
+    at 50%; 48-60 classes +3.1 a cell at 1% seeds and +0.7 to +0.9 at 5%;
+    the whole Banking77 / HWU64 with no outlier +3.7 / +5.6). With an
+    outlier share given it was a tie at 30-32 classes (one draw).
+
+    Parameters
+    ----------
+    with_validation : bool
+    unaided_auto : bool
+        ``"auto"`` with neither a validation set nor an outlier share.
+    n_classes : int
+        The known classes.
+
+    Returns
+    -------
+    int
+        1 or :data:`KNOWN_TOP`.
+    """
+    if with_validation or (unaided_auto and n_classes >= MANY_CLASSES):
+        return KNOWN_TOP
+    return 1
+
+
 def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
     """The largest known-class probability (or the sum of the ``n_top`` largest) of a softmax over smoothed ``X W``.
 
@@ -306,8 +340,7 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
         among all rows, and costs only its ``depth``-hop neighbourhood.
     n_top : int, default=1
         How many of the largest known-class probabilities are summed
-        (:data:`KNOWN_TOP_WITH_VALIDATION` when a validation set chooses
-        the threshold).
+        (:func:`known_top`).
 
     Returns
     -------

@@ -16,7 +16,7 @@ from fastprop.novelty import (
     column_block,
     COLUMN_BLOCK,
     COLUMN_BLOCK_BYTES,
-    KNOWN_TOP_WITH_VALIDATION,
+    KNOWN_TOP,
     MAX_PROVISIONAL,
     MIN_HELD_SHARE,
     REFIT_ROWS_KNOWN,
@@ -29,6 +29,7 @@ from fastprop.novelty import (
     known_class_confidence,
     known_class_weight,
     known_edge_share,
+    known_top,
     most_confident_rows,
     most_probable_columns,
     n_provisional_classes,
@@ -769,6 +770,34 @@ def test_the_known_classes_are_trained_on_pseudo_labels_too_with_or_without_vali
                 assert best.size == TOP_UP_ROWS and np.all(truth[best] == k)
 
 
+def test_known_top_counts_two_classes_with_validation_or_for_auto_alone_on_many_classes():
+    from fastprop.threshold import MANY_CLASSES
+
+    assert KNOWN_TOP == 2
+    for n_classes in (2, MANY_CLASSES - 1, MANY_CLASSES, 500):
+        assert known_top(True, False, n_classes) == KNOWN_TOP
+        assert known_top(False, False, n_classes) == 1  # a numeric threshold or a given share
+        assert known_top(False, True, n_classes) == (KNOWN_TOP if n_classes >= MANY_CLASSES else 1)
+
+
+@pytest.mark.parametrize(("share", "expected"), [(None, KNOWN_TOP), (0.3, 1)])
+def test_auto_on_many_classes_passes_two_known_classes_to_the_provisional_step(monkeypatch, share, expected):
+    import fastprop.estimator as estimator
+    import fastprop.novelty
+
+    X, y, _ = clusters(n_per=80)
+    monkeypatch.setattr(fastprop.novelty, "MANY_CLASSES", 2)  # these two classes count as many
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["n_top"])
+        return provisional_class_confidence(*args, **kwargs)
+
+    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    FastProp(n_neighbors=10, random_state=0, outlier_share=share).fit(X, y)
+    assert seen and set(seen) == {expected}
+
+
 @pytest.mark.parametrize(("setting", "with_validation", "share"),
                          [("auto", False, None), ("auto", False, 0.3), ("auto", True, None), (0.8, False, None)])
 def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeypatch, setting, with_validation,
@@ -780,8 +809,8 @@ def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeyp
 
     def recording(*args, **kwargs):
         calls.append((kwargs["rows"], kwargs["refit_candidates"]))
-        # with a validation set the two largest known-class probabilities make the confidence, else the largest
-        assert kwargs["n_top"] == (KNOWN_TOP_WITH_VALIDATION if with_validation else 1)
+        # with a validation set the two largest known-class probabilities make the confidence; two classes here
+        assert kwargs["n_top"] == (KNOWN_TOP if with_validation else 1)
         return provisional_class_confidence(*args, **kwargs)
 
     monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
