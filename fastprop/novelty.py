@@ -11,11 +11,11 @@ of their SGC features away from the seeds and from each other. A softmax
 regression over the known and the provisional classes then competes for
 every sample, and the largest known-class probability (with a validation
 set, or with many classes, the two largest summed: :func:`known_top`) says
-how much of a sample a known class can claim. Without a validation set the classes are
-built again for what that confidence rejects (:func:`refined_confidence`),
-and the last build is fitted again with more rows of each class, its most
-confident samples (:func:`refit_rows`), but none for a provisional class
-that looks like a fragment of a known one.
+how much of a sample a known class can claim. Without a validation set the
+classes are built again for what that confidence rejects
+(:func:`refined_confidence`), and the last build is fitted again with more
+rows of each class, its most confident samples (:func:`refit_rows`), but
+none for a provisional class that looks like a fragment of a known one.
 
 Everything is computed on the SGC rows of the few vertices involved and on
 ``X W`` (known + provisional columns, in blocks), never an (n, n_features)
@@ -316,14 +316,14 @@ def known_top(with_validation, unaided_auto, n_classes):
 
 
 def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
-    """The largest known-class probability (or the sum of the ``n_top`` largest) of a softmax over smoothed ``X W``.
+    """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
 
     ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
     returns ``max_{k < n_known} p_k`` for every row of ``rows`` (with
     ``n_top`` > 1, the sum of its ``n_top`` largest known-class
-    probabilities). The columns
-    are smoothed :func:`column_block` at a time with a running log-sum-exp,
-    so memory stays O(n * column_block(n)) whatever the number of classes.
+    probabilities). The columns are smoothed :func:`column_block` at a
+    time with a running log-sum-exp, so memory stays O(n * column_block(n))
+    whatever the number of classes.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Slow, obvious re-implementations shared by the kernel and scheduler tests."""
+"""Slow, obvious re-implementations shared by the kernel and scheduler tests, and small hand-built problems."""
 
 from collections import deque
 
@@ -103,3 +103,14 @@ def assert_own_rows_give_fitted_labels(model, X, y, step):
         logits = model.predictor_.scorer.logits_of_rows(
             unit, graph.indices[row][None, :].astype(np.int64), graph.data[row][None, :].astype(np.float64))
         assert_allclose(softmax(logits[0]), model.label_distributions_[i], atol=1e-5)
+
+
+def many_small_clusters(n_classes, per_class, n_features, seed=0):
+    """``(X, y, truth)``: ``n_classes`` tight clusters, the first sample of each a seed (``y`` -1 elsewhere)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, n_features))
+    X = np.repeat(centres, per_class, axis=0) + 0.05 * rng.normal(size=(n_classes * per_class, n_features))
+    truth = np.repeat(np.arange(n_classes), per_class)
+    y = np.full(truth.size, -1)
+    y[::per_class] = truth[::per_class]
+    return X.astype(np.float32), y, truth

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from cli_support import run, seeded_pool
+from reference import many_small_clusters
 
 from fastprop import load_graph
 from fastprop.evaluation import benchmark
@@ -247,11 +248,7 @@ def _override(argv, extra):
 def test_auto_on_many_classes_warns_once_and_says_the_command_line_remedies(capsys, tmp_path):
     from fastprop.threshold import MANY_CLASSES
 
-    rng = np.random.default_rng(0)
-    centres = rng.normal(size=(MANY_CLASSES, 8))
-    X = (np.repeat(centres, 5, axis=0) + 0.05 * rng.normal(size=(5 * MANY_CLASSES, 8))).astype(np.float32)
-    seeds = np.full(len(X), -1)
-    seeds[::5] = np.arange(MANY_CLASSES)
+    X, seeds, _ = many_small_clusters(MANY_CLASSES, 5, 8)
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", seeds)
     argv = ["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",

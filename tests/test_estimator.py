@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import FastProp, build_knn_graph
 from fastprop.threshold import REJECT_ALL, choose_threshold, smoothed_threshold
+from reference import many_small_clusters
 from threads import run_on_threads
 
 
@@ -415,30 +416,19 @@ def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
         FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)
 
 
-def _many_small_clusters(n_classes, per_class=6, seed=0):
-    """``n_classes`` tight clusters in 16 dimensions, the first sample of each a seed."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(n_classes, 16))
-    X = (np.repeat(centres, per_class, axis=0) + 0.05 * rng.normal(size=(n_classes * per_class, 16))).astype(np.float32)
-    truth = np.repeat(np.arange(n_classes), per_class)
-    y = np.full(truth.size, -1)
-    y[::per_class] = truth[::per_class]
-    return X, y, truth
-
-
 def test_auto_without_validation_warns_from_many_classes_up():
     import warnings
 
     from fastprop.threshold import MANY_CLASSES, OutlierThresholdWarning
 
-    X, y, truth = _many_small_clusters(MANY_CLASSES)
+    X, y, truth = many_small_clusters(MANY_CLASSES, 6, 16)
     with pytest.warns(OutlierThresholdWarning, match=rf"on {MANY_CLASSES} classes.*outlier_share") as record:
         FastProp(n_neighbors=5, random_state=0).fit(X, y)
     assert [w.filename for w in record] == [__file__]  # points at the caller's fit
     validation = np.flatnonzero(y < 0)[::3]
     quiet = [({}, {"validation": (validation, truth[validation])}),  # a validation set chooses the threshold
              ({"outlier_share": 0.0}, {}), ({"outlier_threshold": 0.3}, {}), ({"outlier_threshold": None}, {})]
-    X_fewer, y_fewer, _ = _many_small_clusters(MANY_CLASSES - 1)
+    X_fewer, y_fewer, _ = many_small_clusters(MANY_CLASSES - 1, 6, 16)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for kwargs, fit_kwargs in quiet:
