@@ -167,7 +167,7 @@ class FastProp(TransductiveEstimator):
         and the threshold is chosen again on the final confidence
         (:func:`fastprop.novelty.blended_confidence`): the known-class
         probability (with a validation set, and for ``"auto"`` alone from
-        40 classes up, the two largest summed:
+        40 classes up, the two largest summed, from 48 up the three:
         :func:`fastprop.novelty.known_top`) weighs
         ``min(1, 2 x`` an outlier share``)``
         (:func:`fastprop.novelty.known_class_weight`: the validation set's,
@@ -228,7 +228,7 @@ class FastProp(TransductiveEstimator):
         high lost up to 8.6 points where there was no outlier, 0.1 too low
         up to 2.7: when unsure, err low. With every class seeded and no
         outlier ``"auto"`` alone rejected 10% of the in-class samples of
-        40-class tasks, 18-19% with 48-60 classes and 21-26% on the whole of
+        40-class tasks, 14-17% with 48-60 classes and 18-23% on the whole of
         Banking77 and HWU64 (64-77 classes) at 1% seeds; 0 rejects none.
     validation_rule : {"smoothed", "max"}, default="smoothed"
         How ``validation`` chooses the final o_tau. ``"max"`` (the paper's):

@@ -10,12 +10,13 @@ provisional seeds as the seeds' own density gives them (``n_seeds`` per
 of their SGC features away from the seeds and from each other. A softmax
 regression over the known and the provisional classes then competes for
 every sample, and the largest known-class probability (with a validation
-set, or with many classes, the two largest summed: :func:`known_top`) says
-how much of a sample a known class can claim. Without a validation set the
-classes are built again for what that confidence rejects
-(:func:`refined_confidence`), and the last build is fitted again with more
-rows of each class, its most confident samples (:func:`refit_rows`), but
-none for a provisional class that looks like a fragment of a known one.
+set, or with many classes, the two or three largest summed:
+:func:`known_top`) says how much of a sample a known class can claim.
+Without a validation set the classes are built again for what that
+confidence rejects (:func:`refined_confidence`), and the last build is
+fitted again with more rows of each class, its most confident samples
+(:func:`refit_rows`), but none for a provisional class that looks like a
+fragment of a known one.
 
 Everything is computed on the SGC rows of the few vertices involved and on
 ``X W`` (known + provisional columns, in blocks), never an (n, n_features)
@@ -70,6 +71,11 @@ TOP_UP_ROWS = 5
 #: Where :func:`known_top` says so, the known-class confidence is the sum of a
 #: sample's two largest known-class probabilities, not the largest alone.
 KNOWN_TOP = 2
+#: From this many classes up, ``"auto"`` with neither a validation set nor an
+#: outlier share sums a sample's :data:`AUTO_TOP_MOST` largest known-class
+#: probabilities (:func:`known_top`).
+MOST_CLASSES = 48
+AUTO_TOP_MOST = 3
 #: Without a validation set (and no ``outlier_share`` given) the last build's
 #: softmax regression is fitted again with more rows (:func:`refit_rows`):
 #: each known class's :data:`REFIT_ROWS_KNOWN` and each provisional class's
@@ -274,28 +280,36 @@ def farthest_first(anchors, candidates, n_chosen):
 def known_top(with_validation, unaided_auto, n_classes):
     """How many of a sample's largest known-class probabilities make its known-class confidence.
 
-    :data:`KNOWN_TOP` (the two largest, summed) with a validation set, and
-    for ``"auto"`` with neither a validation set nor an outlier share from
-    :data:`fastprop.threshold.MANY_CLASSES` classes up; the largest alone
-    otherwise. An in-class sample between two similar known classes splits
-    its probability between them and, counted by the largest alone, looks
-    as unclaimed as an outlier a provisional class takes.
+    :data:`KNOWN_TOP` (the two largest, summed) with a validation set; for
+    ``"auto"`` with neither a validation set nor an outlier share, the two
+    largest from :data:`fastprop.threshold.MANY_CLASSES` classes up and the
+    :data:`AUTO_TOP_MOST` (three) largest from :data:`MOST_CLASSES` up; the
+    largest alone otherwise. An in-class sample between similar known
+    classes splits its probability between them and, counted by the largest
+    alone, looks as unclaimed as an outlier a provisional class takes.
 
     Measured (bench/RESULTS.md, issue #16). With a validation set (three
     data sets, 0.5 / 1 / 5% seeds, three draws of the fit of 5 task seeds):
     outlier AUROC +0.30 / +0.31 / +0.58 points a cell (higher in 25 of 27
     cells), accuracy 0.00 / +0.09 / +0.29 (MNIST at 1% seeds and 30-50%
     outliers +0.81 to +0.85; worst HWU64 0.5% 30% -0.79 +- 0.62), the fit's
-    time unchanged; three or all known classes did worse. Without one,
-    where the share the provisional classes claim sets both the blend's
-    weight and its cut, the two largest make them claim less: with 15-32
-    classes far too little at 50% outliers (-1.2 a cell at 1% seeds,
-    Banking77 at 50% -6.9, 15-class tasks -10.2), with 40-77 classes, where
+    time unchanged; three or all known classes did worse at 30-32 classes,
+    and three tied with two at 48-60. Without one, where the share the
+    provisional classes claim sets both the blend's weight and its cut,
+    more of the largest make them claim less: with 15-32 classes the two
+    largest are far too little at 50% outliers (-1.2 a cell at 1% seeds,
+    Banking77 at 50% -6.9, 15-class tasks -10.2); with 40-77 classes, where
     similar intents are many, the right amount more often (40 classes, two
     draws: +2.5 to +3.3 a cell, +4.6 to +7.5 with no outlier, -0.1 to -1.7
     at 50%; 48-60 classes +3.1 a cell at 1% seeds and +0.7 to +0.9 at 5%;
-    the whole Banking77 / HWU64 with no outlier +3.7 / +5.6). With an
-    outlier share given it was a tie at 30-32 classes (one draw).
+    the whole Banking77 / HWU64 with no outlier +3.7 / +5.6). The three
+    largest against the two: with 40 classes a tie (-0.15 / +0.05 a cell,
+    Banking77 at 50% -1.9), with 48-60 classes +0.24 to +0.84 a cell at 1%
+    seeds (48 and 60 classes in two draws, 50 in one; every cell with no
+    outlier or 10% up), a tie at 5%, the whole sets +1.6 with no outlier;
+    the four largest tied with the three at 60 classes.
+    With an outlier share given the two largest tied with the largest at
+    30-32 classes (one draw).
 
     Parameters
     ----------
@@ -308,9 +322,13 @@ def known_top(with_validation, unaided_auto, n_classes):
     Returns
     -------
     int
-        1 or :data:`KNOWN_TOP`.
+        1, :data:`KNOWN_TOP` or :data:`AUTO_TOP_MOST`.
     """
-    if with_validation or (unaided_auto and n_classes >= MANY_CLASSES):
+    if with_validation:
+        return KNOWN_TOP
+    if unaided_auto and n_classes >= MOST_CLASSES:
+        return AUTO_TOP_MOST
+    if unaided_auto and n_classes >= MANY_CLASSES:
         return KNOWN_TOP
     return 1
 

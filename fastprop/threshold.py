@@ -35,12 +35,13 @@ REJECT_ALL = float(np.nextafter(1.0, 2.0))
 #: against half of Otsu's split on the same fits (bench/RESULTS.md, issue #16).
 PROBABILITY_CUT = 0.5
 #: From this many classes up, ``"auto"`` with neither a validation set nor an outlier share warns
-#: (:func:`warn_if_many_classes`), and counts a sample's two largest known-class probabilities
-#: (:func:`fastprop.novelty.known_top`). Measured with no outlier at all (bench/RESULTS.md, issue #16
-#: item 2; sentence embeddings, 5 task seeds a cell), counting the largest alone it rejected 2% of the
-#: in-class samples with 15-16 classes, 8-10% with 30-32, 18-20% with 40, 28-30% with 48-60 and 31-34%
-#: with 64-77 at 1% seeds; counting the two largest, 10% with 40, 18-19% with 48-60 (12-13% at 5% seeds)
-#: and 21-26% with 64-77: 4-11 points below a validation threshold.
+#: (:func:`warn_if_many_classes`), and counts a sample's two largest known-class probabilities (three
+#: from :data:`fastprop.novelty.MOST_CLASSES` up: :func:`fastprop.novelty.known_top`). Measured with no
+#: outlier at all (bench/RESULTS.md, issue #16 item 2; sentence embeddings, 5 task seeds a cell),
+#: counting the largest alone it rejected 2% of the in-class samples with 15-16 classes, 8-10% with
+#: 30-32, 18-20% with 40, 28-30% with 48-60 and 31-34% with 64-77 at 1% seeds; counting the two
+#: largest, 10% with 40 (4 points below a validation threshold), and the three largest 14% with 50,
+#: 17% with 48-60 (12-13% at 5% seeds) and 18-23% with 64-77: 6-9 points below.
 MANY_CLASSES = 40
 
 
@@ -299,8 +300,8 @@ def warn_if_many_classes(n_classes, stacklevel):
         return
     warnings.warn(
         f"outlier_threshold='auto' without a validation set on {n_classes} classes: from {MANY_CLASSES} "
-        "classes up it was measured to reject 10-26% of the in-class samples of sentence-embedding tasks "
-        "that had no outlier at all, 4-11 points of accuracy below a threshold chosen on a validation set "
+        "classes up it was measured to reject 10-23% of the in-class samples of sentence-embedding tasks "
+        "that had no outlier at all, 4-9 points of accuracy below a threshold chosen on a validation set "
         "(bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
         "--validation on the command line) or the share of outliers you expect (FastProp(outlier_share=...); "
         "--outlier-share; 0 for none).",

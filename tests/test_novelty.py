@@ -9,6 +9,7 @@ from fastprop import FastProp, build_knn_graph, novelty
 from fastprop.adjacency import RandomWalk
 from fastprop.novelty import (
     AUTO_ROUNDS,
+    AUTO_TOP_MOST,
     FULL_ITERATIONS,
     SCOUT_ITERATIONS,
     blended_confidence,
@@ -17,6 +18,7 @@ from fastprop.novelty import (
     COLUMN_BLOCK,
     COLUMN_BLOCK_BYTES,
     KNOWN_TOP,
+    MOST_CLASSES,
     MAX_PROVISIONAL,
     MIN_HELD_SHARE,
     REFIT_ROWS_KNOWN,
@@ -115,7 +117,7 @@ def test_column_block_grows_with_the_budget_down_to_its_floor():
 @pytest.mark.parametrize("n_columns", [3, COLUMN_BLOCK + 5, 2 * COLUMN_BLOCK + 1])
 @pytest.mark.parametrize("depth", [0, 2])
 @pytest.mark.parametrize("n_known", [1, 2, COLUMN_BLOCK + 2])
-@pytest.mark.parametrize("n_top", [1, 2])
+@pytest.mark.parametrize("n_top", [1, 2, 3])
 def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_known, n_top, column_blocks):
     rng = np.random.default_rng(n_columns + depth)
     X = rng.normal(size=(80, 6)).astype(np.float32)
@@ -266,7 +268,7 @@ def test_refit_rows_take_no_provisional_rows_from_fragments_and_none_at_all_with
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
-@pytest.mark.parametrize("n_top", [1, 2])
+@pytest.mark.parametrize("n_top", [1, 2, 3])
 def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_once(depth, n_top, monkeypatch):
     import fastprop.adjacency
 
@@ -770,23 +772,27 @@ def test_the_known_classes_are_trained_on_pseudo_labels_too_with_or_without_vali
                 assert best.size == TOP_UP_ROWS and np.all(truth[best] == k)
 
 
-def test_known_top_counts_two_classes_with_validation_or_for_auto_alone_on_many_classes():
+def test_known_top_counts_two_classes_with_validation_and_more_for_auto_alone_the_more_classes():
     from fastprop.threshold import MANY_CLASSES
 
-    assert KNOWN_TOP == 2
-    for n_classes in (2, MANY_CLASSES - 1, MANY_CLASSES, 500):
+    assert (KNOWN_TOP, AUTO_TOP_MOST) == (2, 3) and MANY_CLASSES < MOST_CLASSES
+    for n_classes in (2, MANY_CLASSES - 1, MANY_CLASSES, MOST_CLASSES - 1, MOST_CLASSES, 500):
         assert known_top(True, False, n_classes) == KNOWN_TOP
         assert known_top(False, False, n_classes) == 1  # a numeric threshold or a given share
-        assert known_top(False, True, n_classes) == (KNOWN_TOP if n_classes >= MANY_CLASSES else 1)
+        expected = AUTO_TOP_MOST if n_classes >= MOST_CLASSES else KNOWN_TOP if n_classes >= MANY_CLASSES else 1
+        assert known_top(False, True, n_classes) == expected
 
 
-@pytest.mark.parametrize(("share", "expected"), [(None, KNOWN_TOP), (0.3, 1)])
-def test_auto_on_many_classes_passes_two_known_classes_to_the_provisional_step(monkeypatch, share, expected):
+@pytest.mark.parametrize(("share", "most", "expected"),
+                         [(None, False, KNOWN_TOP), (None, True, AUTO_TOP_MOST), (0.3, True, 1)])
+def test_auto_on_many_classes_passes_more_known_classes_to_the_provisional_step(monkeypatch, share, most, expected):
     import fastprop.estimator as estimator
     import fastprop.novelty
 
     X, y, _ = clusters(n_per=80)
     monkeypatch.setattr(fastprop.novelty, "MANY_CLASSES", 2)  # these two classes count as many
+    if most:
+        monkeypatch.setattr(fastprop.novelty, "MOST_CLASSES", 2)  # and as the most
     seen = []
 
     def recording(*args, **kwargs):
