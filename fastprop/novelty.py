@@ -297,7 +297,7 @@ def known_top(with_validation, unaided_auto, n_classes):
     and three tied with two at 48-60. Without one, where the share the
     provisional classes claim sets both the blend's weight and its cut,
     more of the largest make them claim less: with 15-32 classes the two
-    largest are far too little at 50% outliers (-1.2 a cell at 1% seeds,
+    largest make them claim far too little at 50% outliers (-1.2 a cell at 1% seeds,
     Banking77 at 50% -6.9, 15-class tasks -10.2); with 40-77 classes, where
     similar intents are many, the right amount more often (40 classes, two
     draws: +2.5 to +3.3 a cell, +4.6 to +7.5 with no outlier, -0.1 to -1.7
