@@ -304,8 +304,8 @@ def known_top(with_validation, unaided_auto, n_classes):
     at 50%; 48-60 classes +3.1 a cell at 1% seeds and +0.7 to +0.9 at 5%;
     the whole Banking77 / HWU64 with no outlier +3.7 / +5.6). The three
     largest against the two: with 40 classes a tie (-0.15 / +0.05 a cell,
-    Banking77 at 50% -1.9), with 48-60 classes +0.24 to +0.84 a cell at 1%
-    seeds (48 and 60 classes in two draws, 50 in one; every cell with no
+    Banking77 at 50% -1.9), with 48-60 classes +0.19 to +0.84 a cell at 1%
+    seeds (two draws each of 48, 50 and 60 classes; every cell with no
     outlier or 10% up), a tie at 5%, the whole sets +1.6 with no outlier;
     the four largest tied with the three at 60 classes.
     With an outlier share given the two largest tied with the largest at
