@@ -12,6 +12,7 @@ from ._labels import check_unlabeled
 from ._validation import check_bool, check_choice, check_integer, check_real
 from .local_networks import LOCAL_NETWORKS
 from .propagation import PassOptions
+from .self_training import pseudo_label_total
 from .threshold import CONFIDENCE_SOURCES
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
@@ -28,13 +29,7 @@ def check_settings(model):
     check_real("min_gain", model.min_gain, low=0, low_inclusive=False)
     check_integer("max_patch_size", model.max_patch_size, low=2)
     check_integer("exclusion_hops", model.exclusion_hops, low=0)
-    if not (isinstance(model.patch_batch_size, str) and model.patch_batch_size == "auto"):
-        if isinstance(model.patch_batch_size, str):
-            raise ValueError(
-                f"patch_batch_size={model.patch_batch_size!r} is not supported; use 'auto' or an "
-                "integer in [1, 255]."
-            )
-        check_integer("patch_batch_size", model.patch_batch_size, low=1, high=255)
+    _check_auto_or_integer("patch_batch_size", model.patch_batch_size, low=1, high=255)
     for name in ("process_capped_patches", "provisional_classes"):
         if not isinstance(getattr(model, name), (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {getattr(model, name)!r}.")
@@ -45,7 +40,7 @@ def check_settings(model):
     check_integer("confnet_depth", model.confnet_depth, low=0, high=10)
     check_real("confnet_l2", model.confnet_l2, low=0)
     check_real("eta", model.eta, low=0, high=0.5, low_inclusive=False)
-    check_integer("pseudo_labels", model.pseudo_labels, low=0)
+    _check_auto_or_integer("pseudo_labels", model.pseudo_labels, low=0)
     check_choice("confidence", model.confidence, CONFIDENCE_SOURCES)
     check_choice("local_predictor", model.local_predictor, LOCAL_PREDICTORS)
     check_choice("predictor_training", model.predictor_training, ("graph", "patches"))
@@ -70,8 +65,18 @@ def check_settings(model):
         check_real("outlier_share", model.outlier_share, low=0, high=1, high_inclusive=False)
 
 
-def pass_options(model):
-    """The settings of one propagation pass, as plain Python numbers."""
+def _check_auto_or_integer(name, value, *, low, high=None):
+    """Raise a ValueError unless ``value`` is ``"auto"`` or an int in [low, high]."""
+    if isinstance(value, str):
+        if value != "auto":
+            allowed = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+            raise ValueError(f"{name}={value!r} is not supported; use 'auto' or {allowed}.")
+        return
+    check_integer(name, value, low=low, high=high)
+
+
+def pass_options(model, n_classes):
+    """The settings of one propagation pass for ``n_classes`` classes, as plain Python numbers."""
     return PassOptions(
         local_predictor=model.local_predictor,
         predictor_training=model.predictor_training,
@@ -86,7 +91,7 @@ def pass_options(model):
         confnet_depth=int(model.confnet_depth),
         confnet_l2=float(model.confnet_l2),
         eta=float(model.eta),
-        pseudo_labels=int(model.pseudo_labels),
+        pseudo_labels=pseudo_label_total(model.pseudo_labels, n_classes),
     )
 
 

@@ -210,7 +210,10 @@ def test_isolated_vertices_and_components():
         ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
         ({"patch_batch_size": 0}, r"patch_batch_size=0 is out of range"),
         ({"patch_batch_size": 256}, r"patch_batch_size=256 is out of range"),
-        ({"patch_batch_size": "big"}, "patch_batch_size='big' is not supported"),
+        ({"patch_batch_size": "big"}, r"patch_batch_size='big' is not supported; use 'auto' or an integer in \[1, 255\]"),
+        ({"pseudo_labels": -1}, r"pseudo_labels=-1 is out of range"),
+        ({"pseudo_labels": 2.5}, "pseudo_labels must be an integer"),
+        ({"pseudo_labels": "many"}, r"pseudo_labels='many' is not supported; use 'auto' or an integer >= 0"),
     ],
 )
 def test_bad_parameters(params, message):

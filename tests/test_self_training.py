@@ -8,7 +8,7 @@ from scipy.special import softmax
 import fastprop.propagation as propagation
 from fastprop import FastProp
 from fastprop.linear import fit_softmax_regression
-from fastprop.self_training import most_confident_per_class
+from fastprop.self_training import AUTO_MOST, AUTO_PER_CLASS, AUTO_TOTAL, most_confident_per_class, pseudo_label_total
 from reference import dense_patch_operator
 
 
@@ -31,6 +31,34 @@ def test_the_most_confident_of_each_class_match_a_slow_sort(per_class):
     got = most_confident_per_class(predicted, confidence, candidates, per_class, tie_rank)
     assert_array_equal(got, slow_most_confident(predicted, confidence, candidates, per_class, tie_rank))
     assert most_confident_per_class(predicted, confidence, candidates[:0], 5, tie_rank).size == 0
+
+
+@pytest.mark.parametrize(("n_classes", "expected"), [(2, 3000), (30, 3000), (31, 3100), (50, 5000), (77, 7700),
+                                                     (100, 10_000), (400, 10_000)])
+def test_auto_takes_3000_pseudo_labels_or_100_a_class_at_most_10000(n_classes, expected):
+    assert (AUTO_TOTAL, AUTO_PER_CLASS, AUTO_MOST) == (3000, 100, 10_000)  # the table above is for these
+    assert pseudo_label_total("auto", n_classes) == expected
+    assert pseudo_label_total(1234, n_classes) == 1234  # a number is the total itself
+    assert pseudo_label_total(0, n_classes) == 0
+
+
+def test_auto_passes_its_total_to_self_training(monkeypatch):
+    totals = []
+    original = propagation._self_trained
+
+    def recording(context, options, *args):
+        totals.append((context.n_classes, options.pseudo_labels))
+        return original(context, options, *args)
+
+    monkeypatch.setattr(propagation, "_self_trained", recording)
+    rng = np.random.default_rng(0)
+    n_classes = 40  # 100 a class is more than 3000
+    X = (3.0 * np.eye(n_classes)[np.repeat(np.arange(n_classes), 6)] + rng.normal(size=(6 * n_classes, n_classes)))
+    y = np.full(X.shape[0], -1)
+    y[::6] = np.arange(n_classes)
+    FastProp(n_neighbors=5, random_state=0, outlier_threshold=None).fit(X.astype(np.float32), y)
+    FastProp(n_neighbors=5, random_state=0, outlier_threshold=None, pseudo_labels=7).fit(X.astype(np.float32), y)
+    assert totals == [(n_classes, 4000), (n_classes, 7)]
 
 
 def clusters(seed=0):
