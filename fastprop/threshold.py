@@ -300,8 +300,8 @@ def warn_if_many_classes(n_classes, stacklevel):
         return
     warnings.warn(
         f"outlier_threshold='auto' without a validation set on {n_classes} classes: from {MANY_CLASSES} "
-        "classes up it was measured to reject 10-23% of the in-class samples of sentence-embedding tasks "
-        "that had no outlier at all, 4-9 points of accuracy below a threshold chosen on a validation set "
+        "classes up it was measured to reject 9-16% of the in-class samples of sentence-embedding tasks "
+        "that had no outlier at all, 3-5 points of accuracy below a threshold chosen on a validation set "
         "(bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
         "--validation on the command line) or the share of outliers you expect (FastProp(outlier_share=...); "
         "--outlier-share; 0 for none).",
