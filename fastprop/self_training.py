@@ -3,8 +3,9 @@
 After the patch loop and ConfNet, FastProp knows which of its labels it
 trusts most. Taking the most confident unlabeled samples of each class as
 extra seeds (with the class it gave them; ``FastProp(pseudo_labels="auto")``
-takes :func:`pseudo_label_total` of them, split evenly among the classes) and fitting the SGC predictor again gives
-it tens of times more training rows than 1% seeds, drawn from the region
+takes :func:`pseudo_label_total` of them, split evenly among the classes)
+and fitting the SGC predictor again gives it tens of times more training
+rows than 1% seeds, drawn from the region
 each class actually covers; the labels of every sample then come from the
 refitted predictor. The paper notes that
 its propagation "can be easily extended to the iterative scheme"; this is
@@ -23,9 +24,10 @@ AUTO_TOTAL = 3000
 #: sentence sets (~170 samples each), the best count measured on Banking77's
 #: 30-class tasks (25 / 50 / 100 a class; 150 lost 0.5-0.7 points at 0-30%
 #: outliers). With 50 intents 3000 left only 60 a class: 100 a class gained
-#: +0.62 points a cell with a validation set and +0.94 without one, +5.3 /
-#: +2.5 on the whole Banking77 / HWU64 with no outlier and no validation set,
-#: for 1.09-1.20x the fit's time (bench/RESULTS.md, issue #16).
+#: +1.0 points a cell without a validation set (two draws; +0.65 to +1.59
+#: with 40-60 classes, +5.3 / +2.5 on the whole Banking77 / HWU64 with no
+#: outlier) and tied with one (+0.51 / -0.20), for 1.09-1.20x the fit's time
+#: (bench/RESULTS.md, issue #16).
 AUTO_PER_CLASS = 100
 #: ... but never more than this many (the refit's softmax regression costs
 #: rows x features x classes; 7,700 rows on Banking77's 77 classes is the
