@@ -26,8 +26,8 @@ AUTO_TOTAL = 3000
 #: outliers). With 50 intents 3000 left only 60 a class: 100 a class gained
 #: +1.0 points a cell without a validation set (two draws; +0.65 to +1.59
 #: with 40-60 classes, +5.3 / +2.5 on the whole Banking77 / HWU64 with no
-#: outlier) and tied with one (+0.51 / -0.20), for 1.09-1.20x the fit's time
-#: (bench/RESULTS.md, issue #16).
+#: outlier) and tied with one (+0.51 / -0.20; the whole sets +1.10 / +0.50),
+#: for 1.04-1.44x the fit's time (bench/RESULTS.md, issue #16).
 AUTO_PER_CLASS = 100
 #: ... but never more than this many (the refit's softmax regression costs
 #: rows x features x classes; 7,700 rows on Banking77's 77 classes is the
