@@ -231,8 +231,8 @@ class FastProp(TransductiveEstimator):
         alone -1.7 to -2.2, down to -9.8); at 1% seeds a share 0.1 too
         high lost up to 8.6 points where there was no outlier, 0.1 too low
         up to 2.7: when unsure, err low. With every class seeded and no
-        outlier ``"auto"`` alone rejected 10% of the in-class samples of
-        40-class tasks, 14-17% with 48-60 classes and 18-23% on the whole of
+        outlier ``"auto"`` alone rejected 9-10% of the in-class samples of
+        40-class tasks, 10-14% with 48-60 classes and 14-16% on the whole of
         Banking77 and HWU64 (64-77 classes) at 1% seeds; 0 rejects none.
     validation_rule : {"smoothed", "max"}, default="smoothed"
         How ``validation`` chooses the final o_tau. ``"max"`` (the paper's):

@@ -41,7 +41,9 @@ PROBABILITY_CUT = 0.5
 #: counting the largest alone it rejected 2% of the in-class samples with 15-16 classes, 8-10% with
 #: 30-32, 18-20% with 40, 28-30% with 48-60 and 31-34% with 64-77 at 1% seeds; counting the two
 #: largest, 10% with 40 (4 points below a validation threshold), and the three largest 14% with 50,
-#: 17% with 48 or 60 (12-13% at 5% seeds) and 18-23% with 64-77: 6-9 points below.
+#: 17% with 48 or 60 (12-13% at 5% seeds) and 18-23% with 64-77: 6-9 points below. With self-training's
+#: 100 pseudo-labels a class (:func:`fastprop.self_training.pseudo_label_total`): 9-10% with 40, 10-12%
+#: with 50, 13-14% with 48 or 60, 14-16% with 64-77, 3-5 points below.
 MANY_CLASSES = 40
 
 
