@@ -186,7 +186,9 @@ class FastProp(TransductiveEstimator):
         the samples the last blend puts below 0.5
         (:func:`fastprop.novelty.refined_confidence`; beyond 20,000
         unlabeled samples the first two read a random 5,000 of them):
-        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds. With or
+        +0.8 to +0.9 points on average at 0.5 / 1 / 5% seeds; each build
+        is fitted again with its classes' most confident samples as rows
+        (:func:`fastprop.novelty.refit_rows`). With or
         without a validation set every known class is trained there on 5
         rows at least, its seeds topped up with self-training's most
         confident labels (:data:`fastprop.novelty.TOP_UP_ROWS`): +0.4 points
@@ -208,8 +210,9 @@ class FastProp(TransductiveEstimator):
         of Otsu's split of the confidences
         (:func:`fastprop.threshold.automatic_threshold`). It cannot know the
         outlier share as a validation set does: with no outlier it rejects
-        1-9% of the in-class samples, and it scores up to 6 points below a
-        validation set (MNIST at 50% outliers; bench/RESULTS.md); with many
+        1-9% of the in-class samples, and it scores up to 4 points below a
+        validation set (MNIST at 30-50% outliers with 0.5% seeds, the
+        sentence sets with no outlier; bench/RESULTS.md); with many
         classes and no outlier at all it rejects far more (see
         ``outlier_share``): from
         :data:`~fastprop.threshold.MANY_CLASSES` (40) classes up, ``fit``
@@ -647,8 +650,8 @@ class FastProp(TransductiveEstimator):
         (:func:`fastprop.novelty.refined_confidence`). Without truth to
         choose a threshold on, ``"auto"`` cuts the blend at 0.5 (or rejects
         the outlier share given): the classes are built ``AUTO_ROUNDS``
-        times, and without a share given the last build is fitted again with
-        its classes' most confident samples as rows. The known classes are
+        times, and without a share given each build is fitted again with its
+        classes' most confident samples as rows. The known classes are
         trained on their seeds topped up with self-training's labels.
 
         Parameters
@@ -682,15 +685,16 @@ class FastProp(TransductiveEstimator):
                 rounds = AUTO_ROUNDS if unsupervised else 1
             scout_rows = scouting_rows(unlabeled, rounds, context.rng)
             n_top = known_top(validation is not None, unsupervised and share is None, context.n_classes)
+            # "auto"'s builds are fitted again, the scouts too: each then chooses the samples for a model like
+            # the last build's (bench/RESULTS.md, issue #16 item 2).
+            refit_candidates = scout_rows if unsupervised and share is None else None
 
             def build_classes(identified, represented, max_iter, rows):
-                refit = unsupervised and share is None and rows is None  # "auto"'s last build (scouts read rows)
                 return provisional_class_confidence(
                     context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
                     identified, depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=context.rng,
                     known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-                    pseudo_labels=found.pseudo_labels, refit_candidates=scout_rows if refit else None,
-                    n_top=n_top,
+                    pseudo_labels=found.pseudo_labels, refit_candidates=refit_candidates, n_top=n_top,
                 )
 
             final, known, n_provisional = refined_confidence(

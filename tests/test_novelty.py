@@ -373,7 +373,7 @@ def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
 
 
 @pytest.mark.parametrize("fragment_share", [0.0, 1.01])
-def test_the_last_build_is_fitted_again_on_every_class_s_most_confident_samples(fragment_share, monkeypatch):
+def test_a_build_is_fitted_again_on_every_class_s_most_confident_samples(fragment_share, monkeypatch):
     """The provisional step with its refit against a dense reference of the whole step."""
     import fastprop.novelty
 
@@ -412,6 +412,12 @@ def test_the_last_build_is_fitted_again_on_every_class_s_most_confident_samples(
         RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
     )
     assert np.max(np.abs(once - confidence)) > 1e-3  # the refit is used
+    rows = unlabeled[::3]  # a scouting build: the same refit, read at its rows only
+    scouted, _ = provisional_class_confidence(
+        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        depth=depth, l2=1e-4, rng=np.random.default_rng(0), refit_candidates=unlabeled, rows=rows,
+    )
+    assert_array_equal(scouted, confidence[rows])
 
 
 def test_nothing_identified_means_no_provisional_class():
@@ -806,8 +812,7 @@ def test_auto_on_many_classes_passes_more_known_classes_to_the_provisional_step(
 
 @pytest.mark.parametrize(("setting", "with_validation", "share"),
                          [("auto", False, None), ("auto", False, 0.3), ("auto", True, None), (0.8, False, None)])
-def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeypatch, setting, with_validation,
-                                                                          share):
+def test_only_auto_without_validation_or_share_fits_its_builds_again(monkeypatch, setting, with_validation, share):
     import fastprop.estimator as estimator
 
     X, y, truth = clusters(n_per=80)
@@ -825,14 +830,13 @@ def test_only_auto_without_validation_or_share_fits_its_last_build_again(monkeyp
         X, y, validation=(validation, truth[validation]) if with_validation else None)
     assert calls
     refit = setting == "auto" and not with_validation and share is None
-    for rows, refit_candidates in calls[:-1]:  # scouting builds: no refit
-        assert rows is not None and refit_candidates is None
-    rows, refit_candidates = calls[-1]
-    assert rows is None
-    if refit:  # every unlabeled sample (there are few)
-        assert_array_equal(refit_candidates, np.flatnonzero(y < 0))
-    else:
-        assert refit_candidates is None
+    assert len(calls) == (AUTO_ROUNDS if setting == "auto" and not with_validation else 1)
+    assert all(rows is not None for rows, _ in calls[:-1]) and calls[-1][0] is None  # the scouts read rows
+    for _, refit_candidates in calls:  # scouting builds and the last alike
+        if refit:  # every unlabeled sample (there are few)
+            assert_array_equal(refit_candidates, np.flatnonzero(y < 0))
+        else:
+            assert refit_candidates is None
 
 
 def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypatch):
