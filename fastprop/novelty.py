@@ -87,9 +87,9 @@ AUTO_TOP_MOST = 3
 #: the known classes get more rows, and a provisional class that looks like
 #: a fragment (:data:`FRAGMENT_EDGE_SHARE`) gets none. Measured
 #: (bench/RESULTS.md, issue #16 item 2; three data sets, 0.5 / 1 / 5% seeds,
-#: 5 task seeds, no validation): see there. The scouting builds were fitted
-#: once until the rows they chose for the last build came from a model
-#: unlike it: refitting them too gained +0.02 / +1.02 / +0.48 points a cell
+#: 5 task seeds, no validation): see there. When only the last build was
+#: fitted again, the scouting builds chose its samples with a model unlike
+#: it; refitting them too gained +0.02 / +1.02 / +0.48 points a cell
 #: at 0.5 / 1 / 5% seeds (MNIST at 30-50% outliers up to +7.1, every task
 #: seed up at 1%), a tie with 50 intents; the scouts' known classes with
 #: fewer rows (0 or 20) lost 15-17 points on all ten MNIST digits.
