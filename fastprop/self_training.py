@@ -5,12 +5,11 @@ trusts most. Taking the most confident unlabeled samples of each class as
 extra seeds (with the class it gave them; ``FastProp(pseudo_labels="auto")``
 takes :func:`pseudo_label_total` of them, split evenly among the classes)
 and fitting the SGC predictor again gives it tens of times more training
-rows than 1% seeds, drawn from the region
-each class actually covers; the labels of every sample then come from the
-refitted predictor. The paper notes that
-its propagation "can be easily extended to the iterative scheme"; this is
-one round of it, with the confident set filtered by the final confidence
-(multi-view and ConfNet), not the raw multi-view one.
+rows than 1% seeds, drawn from the region each class actually covers; the
+labels of every sample then come from the refitted predictor. The paper
+notes that its propagation "can be easily extended to the iterative
+scheme"; this is one round of it, with the confident set filtered by the
+final confidence (multi-view and ConfNet), not the raw multi-view one.
 
 Measured (bench/RESULTS.md, issue #16) with a validation threshold, 5 task
 seeds: see :class:`fastprop.FastProp`'s ``pseudo_labels``.
