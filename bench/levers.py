@@ -21,6 +21,9 @@ paper's protocol); with ``--no-validation`` every variant uses its own
 ``outlier_threshold_`` (``"auto"``), and the table also reports the share of
 in-class samples it rejected; with ``--own-threshold`` the validation set goes
 to ``fit`` and each variant is scored at the threshold it chose from it.
+Every row also gives the confidence's expected calibration error as the
+probability that a sample's most probable class is right
+(:func:`fastprop.evaluation.protocol.calibration_error`, evaluation samples).
 
 Writes ``bench/results/<name>.md`` and ``.json``.
 """
@@ -40,7 +43,7 @@ from _common import SHARED_DATA_DIR, log, write_table  # noqa: E402
 
 from fastprop import FastProp, build_knn_graph  # noqa: E402
 from fastprop.evaluation import benchmark as fb  # noqa: E402
-from fastprop.evaluation.protocol import evaluate, make_noisy_task  # noqa: E402
+from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task  # noqa: E402
 from fastprop.threshold import accuracy_with_rejection  # noqa: E402
 
 #: name -> (file, classes per task, digits 5-9 become outliers)
@@ -111,6 +114,9 @@ def score(task, model, own_threshold):
         result["accuracy"] = accuracy_with_rejection(
             model.confidence_[evaluation], predicted[evaluation], truth[evaluation], model.outlier_threshold_
         )
+    evaluation, truth = task.evaluation, np.asarray(task.truth)
+    right = model.label_distributions_.argmax(axis=1)[evaluation] == truth[evaluation]
+    result["calibration_error"] = calibration_error(model.confidence_[evaluation], right)
     in_class = task.evaluation[np.asarray(task.truth)[task.evaluation] >= 0]
     result["rejected_in_class"] = float(np.mean(model.transduction_[in_class] == -1))
     return result
@@ -118,7 +124,7 @@ def score(task, model, own_threshold):
 
 def summary(label, name, noise, results):
     row = {"variant": label, "data": name, "noise": noise}
-    for key in ("accuracy", "in_class_accuracy", "outlier_auroc", "rejected_in_class", "seconds"):
+    for key in ("accuracy", "in_class_accuracy", "outlier_auroc", "rejected_in_class", "calibration_error", "seconds"):
         values = np.array([r[key] for r in results], dtype=np.float64)
         scale = 1 if key == "seconds" else 100
         undefined = key == "outlier_auroc" and not noise  # no outliers to rank
@@ -164,7 +170,8 @@ def main(argv=None):
     columns = [("data", "data", None), ("noise", "outliers", "g"), ("variant", "variant", None),
                ("accuracy", "accuracy %", None), ("in_class_accuracy", "in-class %", None),
                ("outlier_auroc", "AUROC %", None), ("rejected_in_class", "in-class rejected %", None),
-               ("provisional", "provisional classes", None), ("seconds", "fit s", None)]
+               ("calibration_error", "calibration error %", None), ("provisional", "provisional classes", None),
+               ("seconds", "fit s", None)]
     rule = ("'auto' (no validation)" if args.no_validation else
             "the model's own, from the validation set" if args.own_threshold else
             "chosen on the validation set by the protocol's rule")

@@ -30,7 +30,7 @@ def check_settings(model):
     check_integer("max_patch_size", model.max_patch_size, low=2)
     check_integer("exclusion_hops", model.exclusion_hops, low=0)
     _check_auto_or_integer("patch_batch_size", model.patch_batch_size, low=1, high=255)
-    for name in ("process_capped_patches", "provisional_classes"):
+    for name in ("process_capped_patches", "provisional_classes", "calibrate_confidence"):
         if not isinstance(getattr(model, name), (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {getattr(model, name)!r}.")
     check_real("confident_threshold", model.confident_threshold, low=0, high=1, low_inclusive=False)

@@ -129,7 +129,7 @@ def test_validation_chooses_the_threshold():
 def test_validation_rule_chooses_on_the_final_confidence(rule, choose):
     X, y, truth = two_clusters_and_outliers(seed=5)
     validation = np.flatnonzero(y < 0)[::4]
-    model = FastProp(n_neighbors=8, random_state=0, validation_rule=rule).fit(
+    model = FastProp(n_neighbors=8, random_state=0, validation_rule=rule, calibrate_confidence=False).fit(
         X, y, validation=(validation, truth[validation]))
     fitted_class = model.label_distributions_.argmax(axis=1)
     encoded = np.where(truth < 0, -1, np.searchsorted(model.classes_, truth))  # labels 3 and 8 are classes 0 and 1
@@ -208,6 +208,7 @@ def test_isolated_vertices_and_components():
         ({"random_state": "x"}, "random_state must be"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
         ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
+        ({"calibrate_confidence": "yes"}, "calibrate_confidence must be True or False"),
         ({"patch_batch_size": 0}, r"patch_batch_size=0 is out of range"),
         ({"patch_batch_size": 256}, r"patch_batch_size=256 is out of range"),
         ({"patch_batch_size": "big"},

@@ -502,11 +502,12 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
     if with_validation == "no outlier in it":  # the step runs for an annotated outlier
         in_class = validation[truth[validation] >= 0]
         outlier = np.flatnonzero(truth < 0)[0]
-        model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(in_class, truth[in_class]),
-                                                             outliers=[outlier])
+        model = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
+            X, y, validation=(in_class, truth[in_class]), outliers=[outlier])
         weight = 0.5
     elif with_validation:
-        model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+        model = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
+            X, y, validation=(validation, truth[validation]))
         weight = min(1.0, 2 * np.mean(truth[validation] < 0))
     else:
         model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
@@ -877,13 +878,14 @@ def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_la
     X, y, truth = clusters(n_per=80)
     monkeypatch.setattr(estimator, "provisional_class_confidence", lambda *args, **kwargs: (None, 0))
     validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
-    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+    model = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
+        X, y, validation=(validation, truth[validation]))
     assert model.n_provisional_classes_ == 0
     unlabeled = y < 0
     assert np.all(model.view_count_[unlabeled] > 0)  # every sample reached: the label probability everywhere
     assert_array_equal(model.confidence_[unlabeled], model.label_distributions_[unlabeled].max(axis=1))
     assert np.all(model.confidence_[~unlabeled] == 1.0)
-    paper = FastProp(n_neighbors=10, random_state=0, provisional_classes=False).fit(
+    paper = FastProp(n_neighbors=10, random_state=0, provisional_classes=False, calibrate_confidence=False).fit(
         X, y, validation=(validation, truth[validation]))
     assert_allclose(paper.confidence_[unlabeled],
                     0.5 * (paper.multiview_confidence_ + paper.confnet_confidence_)[unlabeled], rtol=0, atol=1e-15)

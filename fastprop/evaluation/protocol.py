@@ -26,7 +26,7 @@ from scipy.stats import rankdata
 from .._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
 from ..threshold import accuracy_with_rejection, choose_threshold
 
-__all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc"]
+__all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc", "calibration_error"]
 
 
 def _frozen(array, dtype):
@@ -268,6 +268,49 @@ def outlier_auroc(confidence, truth):
     ranks = rankdata(scores)  # average ranks for ties
     u_statistic = ranks[positive].sum() - n_positive * (n_positive + 1) / 2
     return float(u_statistic / (n_positive * n_negative))
+
+
+def calibration_error(confidence, correct, n_bins=10):
+    """Expected calibration error of ``confidence`` as the probability of being ``correct``.
+
+    The samples are put in ``n_bins`` equal-width bins of confidence on
+    [0, 1] (1 in the last); the error is the mean over bins of
+    ``|mean confidence - share correct|``, weighted by each bin's share of
+    the samples.
+
+    Parameters
+    ----------
+    confidence : array_like of shape (n_samples,)
+        Probabilities in [0, 1].
+    correct : array_like of bool, shape (n_samples,)
+        E.g. whether each sample's most probable class is its truth.
+    n_bins : int, default=10
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN for no sample.
+
+    Examples
+    --------
+    >>> from fastprop.evaluation.protocol import calibration_error
+    >>> calibration_error([0.75, 0.75, 0.25, 0.25], [True, False, False, False])  # |0.75 - 1/2|, |0.25 - 0|
+    0.25
+    """
+    check_integer("n_bins", n_bins, low=1)
+    scores = np.asarray(confidence, dtype=np.float64)
+    correct = np.asarray(correct, dtype=bool)
+    if scores.ndim != 1 or correct.shape != scores.shape:
+        raise ValueError(f"confidence and correct must be 1-d of one length, got shapes {scores.shape} and "
+                         f"{correct.shape}.")
+    if not np.all((scores >= 0) & (scores <= 1)):
+        raise ValueError("confidence must lie in [0, 1] (no NaN): it is read as a probability.")
+    if scores.size == 0:
+        return float("nan")
+    bins = np.minimum((scores * n_bins).astype(np.int64), n_bins - 1)
+    # per bin, |sum of confidences - count correct| / n = its share of samples x |mean confidence - share correct|
+    gap = np.abs(np.bincount(bins, scores, n_bins) - np.bincount(bins, correct, n_bins))
+    return float(gap.sum() / scores.size)
 
 
 def _check_outputs(task, label_distributions, confidence):
