@@ -241,7 +241,9 @@ def build_parser():
                                 "whose truth is known, labels like the seeds' (the --unlabeled "
                                 "marker or an empty label = a known outlier); the outlier threshold "
                                 "is then the one that maximises accuracy on them (smoothed over "
-                                "nearby thresholds), and --outlier-threshold is ignored")
+                                "nearby thresholds), --outlier-threshold is ignored, and the "
+                                "confidence is calibrated on them: the probability that a sample's "
+                                "class is right")
     propagate.add_argument("--outlier-threshold", type=outlier_threshold, default="auto",
                            metavar="{auto,none,FLOAT}",
                            help="samples whose confidence is below it are outliers: 'auto' "
