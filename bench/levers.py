@@ -107,17 +107,15 @@ def load(name, all_classes=False):
 
 def score(task, model, own_threshold):
     result = evaluate(task, model.label_distributions_, model.confidence_)
+    evaluation, truth = task.evaluation, np.asarray(task.truth)
+    predicted = model.label_distributions_.argmax(axis=1)
     if own_threshold:  # the model's own threshold, not the protocol's rule on the validation set
-        evaluation = task.evaluation
-        predicted = model.label_distributions_.argmax(axis=1)
-        truth = np.asarray(task.truth)
         result["accuracy"] = accuracy_with_rejection(
             model.confidence_[evaluation], predicted[evaluation], truth[evaluation], model.outlier_threshold_
         )
-    evaluation, truth = task.evaluation, np.asarray(task.truth)
-    right = model.label_distributions_.argmax(axis=1)[evaluation] == truth[evaluation]
+    right = predicted[evaluation] == truth[evaluation]
     result["calibration_error"] = calibration_error(model.confidence_[evaluation], right)
-    in_class = task.evaluation[np.asarray(task.truth)[task.evaluation] >= 0]
+    in_class = evaluation[truth[evaluation] >= 0]
     result["rejected_in_class"] = float(np.mean(model.transduction_[in_class] == -1))
     return result
 
