@@ -140,3 +140,23 @@ def test_on_banking77_the_calibrated_confidence_is_far_closer_to_the_share_of_ri
     scores = [evaluate(task, fit.label_distributions_, fit.confidence_) for fit in (raw, model)]
     assert scores[1]["accuracy"] == pytest.approx(scores[0]["accuracy"], abs=0.005)
     assert scores[1]["outlier_auroc"] == pytest.approx(scores[0]["outlier_auroc"], abs=1e-4)
+
+
+def test_new_points_are_scored_on_the_calibrated_scale():
+    X, y, truth, validation = mixture(seed=2)
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+    raw = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
+        X, y, validation=(validation, truth[validation]))
+    unlabeled = y < 0
+    # New points' confidence is put on the fitted confidence's scale by its quantiles: the calibrated one's
+    # (up to the interpolation between order statistics, which the map does not commute with).
+    quantiles, raw_quantiles = model.predictor_.confidence_quantiles, raw.predictor_.confidence_quantiles
+    assert_allclose(quantiles, calibrated(raw_quantiles, *model.confidence_calibration_), rtol=0, atol=1e-3)
+    assert np.abs(quantiles - raw_quantiles).max() > 0.05
+    X_new, _, truth_new, _ = mixture(seed=3, n_per=30)
+    confidence = model.predict_confidence(X_new)
+    low, high = model.confidence_[unlabeled].min(), model.confidence_[unlabeled].max()
+    assert np.all((confidence >= low) & (confidence <= high))
+    # The same threshold on the same ranking, but for points between two of the interpolation's knots.
+    assert np.mean(model.predict(X_new) == raw.predict(X_new)) >= 0.95
+    assert np.mean(model.predict(X_new) == truth_new) > 0.9
