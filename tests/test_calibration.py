@@ -11,6 +11,7 @@ from scipy.special import expit
 from fastprop import FastProp, build_knn_graph
 from fastprop.calibration import CALIBRATION_L2, calibrated, calibration_loss, fit_calibration, log_odds
 from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task
+from fastprop.threshold import smoothed_threshold
 
 BANKING77 = Path(__file__).resolve().parents[2] / "shared" / "data" / "banking77_minilm.npz"
 
@@ -90,7 +91,7 @@ def mixture(seed=0, n_per=80):
     return X, y, truth, validation
 
 
-def test_with_a_validation_set_the_confidence_is_the_method_s_mapped_and_the_labels_stay():
+def test_with_a_validation_set_the_confidence_is_the_method_s_mapped_and_the_threshold_chosen_on_it():
     X, y, truth, validation = mixture()
     known_outlier = int(np.setdiff1d(np.flatnonzero(truth < 0), validation)[0])
     fits = [FastProp(n_neighbors=10, random_state=0, calibrate_confidence=calibrate).fit(
@@ -105,10 +106,13 @@ def test_with_a_validation_set_the_confidence_is_the_method_s_mapped_and_the_lab
     assert_allclose(model.confidence_[unlabeled], calibrated(raw.confidence_[unlabeled], slope, intercept),
                     rtol=0, atol=1e-15)
     assert np.all(model.confidence_[y >= 0] == 1.0) and model.confidence_[known_outlier] == 0.0
-    assert 0 < raw.outlier_threshold_ < 1  # the unseeded cluster is rejected
-    assert model.outlier_threshold_ == calibrated(raw.outlier_threshold_, slope, intercept)
-    assert_array_equal(model.transduction_, raw.transduction_)
     assert_array_equal(model.label_distributions_, raw.label_distributions_)
+    # The validation rule runs on the calibrated confidence, and the fit rejects what falls below it.
+    expected = smoothed_threshold(model.confidence_[validation], predicted[validation], truth[validation])
+    assert 0 < model.outlier_threshold_ == expected < 1
+    rejected = (model.confidence_ < model.outlier_threshold_) & (y < 0)
+    assert_array_equal(model.transduction_ == -1, rejected | (np.arange(len(y)) == known_outlier))
+    assert np.mean(model.transduction_ == truth) > 0.95
 
 
 def test_without_a_validation_set_nothing_is_calibrated():
@@ -157,6 +161,6 @@ def test_new_points_are_scored_on_the_calibrated_scale():
     confidence = model.predict_confidence(X_new)
     low, high = model.confidence_[unlabeled].min(), model.confidence_[unlabeled].max()
     assert np.all((confidence >= low) & (confidence <= high))
-    # The same threshold on the same ranking, but for points between two of the interpolation's knots.
+    # The same ranking; the threshold is chosen on the calibrated scale, so points near it may fall otherwise.
     assert np.mean(model.predict(X_new) == raw.predict(X_new)) >= 0.95
     assert np.mean(model.predict(X_new) == truth_new) > 0.9
