@@ -259,15 +259,15 @@ class FastProp(TransductiveEstimator):
         the validation set (Platt scaling, pulled towards the identity:
         :mod:`fastprop.calibration`), and the outlier threshold is chosen on
         it. The map is increasing, so the ranking (outlier AUROC) is the
-        same; the validation rule, smoothing on the probability scale, scored
-        +0.13 / +0.01 / +0.43 points a cell at 0.5 / 1 / 5% seeds at the
-        model's own threshold.
-        Measured (bench/RESULTS.md; three data sets, 0.5 / 1 / 5% seeds,
-        0-50% outliers, 5 task seeds): expected calibration error 0.110 /
-        0.087 / 0.091 -> 0.068 / 0.050 / 0.027 on average (the uncalibrated
-        confidence claims 9-14 points too much at 30% outliers). Without a validation
-        set nothing is calibrated (no truth to fit on). False: the
-        confidence as the method computes it (the paper's).
+        same. Measured (bench/RESULTS.md; three data sets, 0.5 / 1 / 5%
+        seeds, 0-50% outliers, 5 task seeds): expected calibration error
+        0.110 / 0.087 / 0.091 -> 0.068 / 0.050 / 0.027 on average (the
+        uncalibrated confidence claims 9-14 points too much at 30%
+        outliers); the validation rule, its smoothing on the probability
+        scale, +0.13 / +0.01 / +0.43 points a cell at the model's own
+        threshold. Without a validation set nothing is calibrated (no truth
+        to fit on). False: the confidence as the method computes it (the
+        paper's).
     graph_method : {"auto", "exact", "hnsw"}, default="auto"
         kNN search used when ``fit`` builds the graph.
     random_state : int, Generator or None
