@@ -190,10 +190,10 @@ class NeighbourhoodPredictor:
         Their agreement (:func:`agreement`) mapped onto the fitted confidence by
         quantiles; 0 for a point without any neighbour of positive similarity.
         """
-        calibrated = self.calibrated(agreement(predicted, indices, weights, self.confidence, self.fitted_class))
-        return np.where(weights.sum(axis=1) > 0, calibrated, 0.0)
+        on_scale = self.on_confidence_scale(agreement(predicted, indices, weights, self.confidence, self.fitted_class))
+        return np.where(weights.sum(axis=1) > 0, on_scale, 0.0)
 
-    def calibrated(self, agreement_values):
+    def on_confidence_scale(self, agreement_values):
         """The fitted confidence at the quantile of ``agreement_values`` among the fitted samples' agreement.
 
         Piecewise linear between the ``N_QUANTILES`` quantiles, constant beyond the extremes.

@@ -115,7 +115,7 @@ def test_agreement_is_the_agreeing_share_of_neighbour_confidence(fitted):
                 for j, w, p in zip(indices, weights, predicted)]
     assert_allclose(prediction.agreement(predicted, indices, weights, model.confidence_, fitted_class),
                     expected, atol=1e-12)
-    assert_allclose(model.predict_confidence(X_new), model.predictor_.calibrated(np.array(expected)), atol=1e-12)
+    assert_allclose(model.predict_confidence(X_new), model.predictor_.on_confidence_scale(np.array(expected)), atol=1e-12)
     # the fitted samples' own agreement, from their graph rows, by a dense loop
     dense = model.graph_.toarray()
     own = [np.sum(dense[i] * model.confidence_ * (fitted_class == fitted_class[i])) / dense[i].sum()
@@ -123,7 +123,7 @@ def test_agreement_is_the_agreeing_share_of_neighbour_confidence(fitted):
     assert_allclose(prediction.graph_agreement(model.graph_, model.confidence_, fitted_class), own, atol=1e-6)
 
 
-def test_calibration_maps_agreement_quantiles_onto_confidence_quantiles(fitted):
+def test_agreement_quantiles_map_onto_confidence_quantiles(fitted):
     X, y, _, model = fitted
     predictor = model.predictor_
     unlabeled = y < 0
@@ -134,12 +134,12 @@ def test_calibration_maps_agreement_quantiles_onto_confidence_quantiles(fitted):
         value = np.quantile(own, level)
         if np.sum(np.isclose(own, value)) > 1:  # a tie spans several quantiles: its middle is taken
             continue
-        assert predictor.calibrated(np.array([value]))[0] == pytest.approx(
+        assert predictor.on_confidence_scale(np.array([value]))[0] == pytest.approx(
             np.quantile(model.confidence_[unlabeled], level), abs=1e-3)
     grid = np.linspace(-0.5, 1.5, 401)
-    assert np.all(np.diff(predictor.calibrated(grid)) >= 0)  # order kept
-    assert predictor.calibrated(grid)[0] == model.confidence_[unlabeled].min()
-    assert predictor.calibrated(grid)[-1] == model.confidence_[unlabeled].max()
+    assert np.all(np.diff(predictor.on_confidence_scale(grid)) >= 0)  # order kept
+    assert predictor.on_confidence_scale(grid)[0] == model.confidence_[unlabeled].min()
+    assert predictor.on_confidence_scale(grid)[-1] == model.confidence_[unlabeled].max()
 
 
 def test_points_of_the_clusters_get_their_class_and_far_points_minus_one():
