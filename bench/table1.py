@@ -42,6 +42,8 @@ METRIC_TITLES = {
     "accuracy": "Accuracy with rejection (the paper's metric), % mean ± std over seeds",
     "in_class_accuracy": "In-class accuracy (argmax on in-class evaluation samples, no rejection), %",
     "outlier_auroc": "Outlier AUROC of the confidence (in-class vs outlier), %; undefined at 0% noise",
+    "calibration_error": "Calibration error of the confidence as the probability that the argmax is right "
+                         "(expected, 10 bins), %; lower is better",
 }
 
 

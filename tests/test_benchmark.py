@@ -17,7 +17,7 @@ from fastprop.evaluation.benchmark import (
 )
 from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.graph import build_knn_graph
-from fastprop.evaluation.protocol import make_noisy_task
+from fastprop.evaluation.protocol import calibration_error, make_noisy_task
 
 NOISE = (0.0, 0.3)
 SEEDS = 2
@@ -76,6 +76,7 @@ def test_run_table_means_and_stds_match_independent_runs(pool, rows, name):
         assert_allclose(row["in_class_accuracy_mean"], np.mean([run["in_class_accuracy"] for run in runs]))
         if ratio > 0:
             assert_allclose(row["outlier_auroc_mean"], np.mean([run["outlier_auroc"] for run in runs]))
+        assert_allclose(row["calibration_error_mean"], np.mean([run["calibration_error"] for run in runs]))
 
 
 def test_run_table_is_deterministic(pool, rows):
@@ -107,6 +108,8 @@ def test_run_method_returns_evaluation_arrays(pool):
     assert result["confidence"].shape == result["truth"].shape == result["predicted"].shape == (n,)
     assert_allclose(result["truth"], task.truth[task.evaluation])
     assert result["seconds"] > 0 and "propagation" in result["timings"]
+    right = result["predicted"] == result["truth"]
+    assert result["calibration_error"] == calibration_error(result["confidence"], right)
 
 
 def _row(method, ratio, mean, std=0.01, seconds=1.0):
@@ -130,6 +133,13 @@ def test_format_markdown_layout_and_bold_best():
     assert table.count("**") == 4
     with pytest.raises(ValueError, match="metric='seconds'"):
         format_markdown(rows, metric="seconds")
+
+
+def test_format_markdown_bolds_the_lowest_calibration_error():
+    rows = [dict(_row("A", 0.3, 0.7), calibration_error_mean=0.12, calibration_error_std=0.01),
+            dict(_row("B", 0.3, 0.6), calibration_error_mean=0.05, calibration_error_std=0.02)]
+    lines = format_markdown(rows, metric="calibration_error").splitlines()
+    assert lines[2] == "| A | 12.00 ± 1.00 | 1.00 |" and lines[3] == "| B | **5.00 ± 2.00** | 1.00 |"
 
 
 def test_format_markdown_bolds_ties():

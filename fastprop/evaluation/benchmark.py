@@ -33,7 +33,7 @@ from ..confnet import refine_confidence
 from ..estimator import FastProp
 from ..graph import build_knn_graph
 from .datasets import load_embeddings, make_noisy_mixture
-from .protocol import evaluate, make_noisy_task
+from .protocol import calibration_error, evaluate, make_noisy_task
 
 __all__ = [
     "METHOD_NAMES",
@@ -62,7 +62,11 @@ CONFNET_SUFFIX = " + ConfNet"
 GRAPH_ROW = "graph"
 """``method`` of the pseudo-row that reports the shared graph's build time."""
 
-_METRICS = ("accuracy", "in_class_accuracy", "outlier_auroc", "seconds", "cpu_seconds", "n_iter")
+_METRICS = ("accuracy", "in_class_accuracy", "outlier_auroc", "calibration_error", "seconds", "cpu_seconds",
+            "n_iter")
+#: The metrics :func:`format_markdown` lays out, and those of them where less is better.
+_TABLE_METRICS = _METRICS[:4]
+_LOWER_IS_BETTER = ("calibration_error",)
 _SEEDED = {"FastProp": FastProp, "GCN": GCN, "GAT": GAT, "GraphSAGE": GraphSAGE, "FastGCN": FastGCN}
 _UNSEEDED = {
     "LabelPropagation": LabelPropagation,
@@ -140,6 +144,9 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
     -------
     dict
         :func:`fastprop.evaluation.protocol.evaluate`'s keys, plus ``"method"``,
+        ``"calibration_error"`` (:func:`~fastprop.evaluation.protocol.calibration_error`
+        of the confidence as the probability that the argmax is right, on the
+        evaluation samples; NaN for a confidence outside [0, 1]),
         ``"seconds"`` (wall-clock time of ``fit`` alone), ``"cpu_seconds"``
         (process CPU time of ``fit``, summed over threads: steadier than wall
         time on a loaded machine), ``"n_iter"`` (or None), and arrays over the evaluation samples, for plots:
@@ -172,6 +179,10 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     result = evaluate(task, distributions, confidence)
     evaluation = task.evaluation
+    scores = np.asarray(confidence, dtype=np.float64)[evaluation]
+    right = distributions.argmax(axis=1)[evaluation] == np.asarray(task.truth)[evaluation]
+    probabilities = bool(np.all((scores >= 0) & (scores <= 1)))  # a score outside [0, 1] is no probability
+    result["calibration_error"] = calibration_error(scores, right) if probabilities else math.nan
     result.update(
         method=name,
         seconds=seconds,
@@ -271,7 +282,8 @@ def run_table(
         then ``methods``, each followed by a :data:`GRAPH_ROW` row (whose
         metric means are NaN): ``method``, ``noise_ratio``, ``n_seeds``,
         ``<m>_mean`` and ``<m>_std`` for ``m`` in accuracy,
-        in_class_accuracy, outlier_auroc, seconds, cpu_seconds and n_iter
+        in_class_accuracy, outlier_auroc, calibration_error, seconds,
+        cpu_seconds and n_iter
         (NaN runs are left out
         of a mean; std is the sample std, 0 for one seed), and
         ``accuracy_runs``, the per-seed accuracies.
@@ -330,21 +342,22 @@ def format_markdown(rows, metric="accuracy"):
 
     One line per method (first-appearance order, the :data:`GRAPH_ROW` last),
     one column per noise ratio with ``mean ± std`` of ``metric`` in percent,
-    the best mean of each column in bold (every method that ties it), and a
-    last column with the fit seconds averaged over the noise ratios.
+    the best mean of each column in bold (every method that ties it; the
+    lowest for ``"calibration_error"``), and a last column with the fit
+    seconds averaged over the noise ratios.
 
     Parameters
     ----------
     rows : list of dict
-    metric : {"accuracy", "in_class_accuracy", "outlier_auroc"}
+    metric : {"accuracy", "in_class_accuracy", "outlier_auroc", "calibration_error"}
 
     Returns
     -------
     str
         A GitHub Markdown table.
     """
-    if metric not in _METRICS[:3]:
-        raise ValueError(f"metric={metric!r} is not supported; allowed: {', '.join(map(repr, _METRICS[:3]))}.")
+    if metric not in _TABLE_METRICS:
+        raise ValueError(f"metric={metric!r} is not supported; allowed: {', '.join(map(repr, _TABLE_METRICS))}.")
     noise_ratios = sorted({row["noise_ratio"] for row in rows})
     methods = list(dict.fromkeys(row["method"] for row in rows if row["method"] != GRAPH_ROW))
     has_graph = any(row["method"] == GRAPH_ROW for row in rows)
@@ -353,7 +366,7 @@ def format_markdown(rows, metric="accuracy"):
     for ratio in noise_ratios:
         means = [cell[(m, ratio)].get(f"{metric}_mean", math.nan) for m in methods if (m, ratio) in cell]
         means = [v for v in means if v is not None and not math.isnan(v)]
-        best[ratio] = max(means) if means else None
+        best[ratio] = (min if metric in _LOWER_IS_BETTER else max)(means) if means else None
 
     header = ["Method", *(f"{100 * r:g}%" for r in noise_ratios), "seconds"]
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
