@@ -410,6 +410,19 @@ def test_bench_table_markdown_and_plots(capsys, tmp_path, bench_pool):
         assert path.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_bench_tables_the_calibration_error(capsys, bench_pool):
+    status, out, err = run(["bench", "--data", bench_pool, "--classes", 3, "--seeds", 1, "--noise", 0.3,
+                            "--methods", "FastProp", "SGC", "--neighbors", 10, "--no-warmup",
+                            "--metric", "calibration_error"], capsys)
+    assert status == 0, err
+    assert "calibration error (%)" in out
+    cells = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
+             if line.startswith(("| FastProp |", "| SGC |"))}
+    assert set(cells) == {"FastProp", "SGC"}
+    assert all(0 <= float(cell.strip("*").split()[0]) <= 100 for cell in cells.values())
+    assert sum(cell.startswith("**") for cell in cells.values()) == 1  # the lower one
+
+
 def test_bench_runs_a_confnet_variant_on_the_baseline_fit(capsys, tmp_path, bench_pool):
     status, out, err = run(["bench", "--data", bench_pool, "--classes", 3, "--seeds", 1, "--noise", 0.3,
                             "--methods", "SGC", "SGC + ConfNet", "--neighbors", 10, "--no-warmup",

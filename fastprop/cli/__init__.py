@@ -289,8 +289,10 @@ def build_parser():
                             "all other classes become outliers (for a pool without samples of no "
                             "class, e.g. MNIST: --classes 5 gives digits 0-4 vs outliers 5-9); "
                             "by default each task draws M classes at random")
-    bench.add_argument("--metric", choices=("accuracy", "in_class_accuracy", "outlier_auroc"),
-                       default="accuracy", help="what the table and --plot show")
+    bench.add_argument("--metric", choices=("accuracy", "in_class_accuracy", "outlier_auroc", "calibration_error"),
+                       default="accuracy",
+                       help="what the table and --plot show (calibration_error: of the confidence as the "
+                            "probability that the argmax is right; lower is better)")
     bench.add_argument("--out", metavar="PATH", help="also write the table to this Markdown file")
     bench.add_argument("--plot", metavar="PATH",
                        help=f"draw the metric against the noise ratio, one line per method; {_PLOT_NOTE}")
