@@ -14,6 +14,7 @@ from fastprop.adjacency import RandomWalk
 from fastprop.calibration import (
     CALIBRATION_L2,
     RANKING_L2,
+    calibrate_on_validation,
     calibrated,
     calibration_loss,
     fit_calibration,
@@ -228,3 +229,14 @@ def test_new_points_are_scored_on_the_calibrated_scale():
     # Nearly the same ranking; the threshold is chosen on the new scale, so points near it may fall otherwise.
     assert np.mean(model.predict(X_new) == raw.predict(X_new)) >= 0.95
     assert np.mean(model.predict(X_new) == truth_new) > 0.9
+
+
+def test_a_confidence_ranking_the_wrong_way_leaves_the_fit_s_confidence_as_it_is():
+    confidence = np.linspace(0.01, 0.99, 500)
+    indices = np.arange(500)
+    assert ranking_with_reach(confidence, np.zeros(500), indices, confidence < 0.5) is None
+    unlabeled = np.arange(500)
+    same, calibration = calibrate_on_validation(confidence.copy(), np.zeros(500, dtype=np.int64), unlabeled,
+                                                (indices, np.where(confidence < 0.5, 0, -1)), np.ones(500))
+    assert calibration is None
+    assert_array_equal(same, confidence)
