@@ -42,7 +42,7 @@ CALIBRATION_L2 = 2.0
 _IDENTITY = np.array([1.0, 0.0])
 #: Confidences are clipped to ``[EDGE, 1 - EDGE]`` before their log-odds are taken.
 EDGE = 1e-6
-#: Newton steps at most; the fit stops when a step moves neither parameter by more than :data:`STEP_TOL`.
+#: Newton steps at most; the fit stops when a step moves no parameter by more than :data:`STEP_TOL`.
 MAX_STEPS = 100
 STEP_TOL = 1e-12
 #: Step halvings of one Newton step at most (the penalised loss is convex: a halving always helps).
