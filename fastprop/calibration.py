@@ -116,18 +116,6 @@ def fit_logistic_map(design, correct, prior, ridge):
     return params
 
 
-def calibration_loss(params, odds, correct):
-    """The penalised loss :func:`fit_calibration` minimises, at ``params = (slope, intercept)``.
-
-    The validation samples' summed log-loss of ``expit(slope * odds +
-    intercept)`` against ``correct``, plus ``CALIBRATION_L2 / 2 * ((slope -
-    1)^2 + intercept^2)``.
-    """
-    design = np.column_stack([odds, np.ones_like(odds)])
-    return logistic_map_loss(np.asarray(params, dtype=np.float64), design, np.asarray(correct, dtype=bool),
-                             _IDENTITY, np.full(2, CALIBRATION_L2))
-
-
 def fit_calibration(confidence, correct):
     """Fit the map from confidence to the probability that a sample's most probable class is right.
 
@@ -141,8 +129,10 @@ def fit_calibration(confidence, correct):
     Returns
     -------
     (slope, intercept) or None
-        Minimising :func:`calibration_loss` (:func:`fit_logistic_map`); None
-        when the slope is not positive, so that no increasing map fits the
+        Minimising the validation samples' summed log-loss of
+        ``expit(slope * logit(confidence) + intercept)`` plus
+        ``CALIBRATION_L2 / 2 * ((slope - 1)^2 + intercept^2)``
+        (:func:`fit_logistic_map`); None when the slope is not positive, so that no increasing map fits the
         validation set.
 
     Examples

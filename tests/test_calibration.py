@@ -16,7 +16,6 @@ from fastprop.calibration import (
     RANKING_L2,
     calibrate_on_validation,
     calibrated,
-    calibration_loss,
     fit_calibration,
     log_odds,
     logistic_map_loss,
@@ -28,6 +27,12 @@ from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy
 from fastprop.threshold import smoothed_threshold
 
 BANKING77 = Path(__file__).resolve().parents[2] / "shared" / "data" / "banking77_minilm.npz"
+
+
+def platt_loss(params, odds, correct):
+    """The loss fit_calibration minimises: summed log-loss plus CALIBRATION_L2 / 2 * ((a - 1)^2 + b^2)."""
+    design = np.column_stack([odds, np.ones_like(odds)])
+    return logistic_map_loss(np.asarray(params), design, correct, np.array([1.0, 0.0]), np.full(2, CALIBRATION_L2))
 
 
 def expected_calibration_error(probability, correct, n_bins=10):
@@ -68,7 +73,7 @@ def test_the_fit_is_the_penalised_loss_minimum_a_general_minimiser_finds(seed):
     confidence = rng.uniform(0, 1, 40)
     correct = rng.uniform(0, 1, 40) < confidence**2  # over-confident: the map must shrink
     slope, intercept = fit_calibration(confidence, correct)
-    reference = minimize(calibration_loss, [0.5, 0.5], args=(log_odds(confidence), correct), method="Nelder-Mead",
+    reference = minimize(platt_loss, [0.5, 0.5], args=(log_odds(confidence), correct), method="Nelder-Mead",
                          options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 10_000}).x
     assert_allclose([slope, intercept], reference, rtol=0, atol=1e-6)
 
@@ -164,7 +169,7 @@ def test_with_a_validation_set_the_confidence_is_re_ranked_with_reach_calibrated
                        args=(design[validation], right, np.array([1.0, 0.0, 0.0]), np.full(3, RANKING_L2)),
                        method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 20_000}).x
     ranked = expit(design @ ranking)
-    calibration = minimize(calibration_loss, [0.5, 0.5], args=(log_odds(ranked[validation]), right),
+    calibration = minimize(platt_loss, [0.5, 0.5], args=(log_odds(ranked[validation]), right),
                            method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 20_000}).x
     assert_allclose(model.confidence_calibration_["ranking"], ranking, rtol=0, atol=1e-6)
     assert_allclose(model.confidence_calibration_["calibration"], calibration, rtol=0, atol=1e-6)
