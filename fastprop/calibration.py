@@ -1,4 +1,4 @@
-"""The final confidence as a probability, fitted on the validation set, with the seeds' reach.
+"""The final confidence as a probability, fitted on the validation set, with two graph signals.
 
 FastProp's final confidence ranks samples well (it is what the outlier
 threshold cuts), but it is not a probability: on the levers tasks with 30%
@@ -8,12 +8,16 @@ logistic fits on whether each validation sample's most probable class is its
 truth (an outlier's never is) replace it, before the outlier threshold is
 chosen on the result:
 
-1. :func:`ranking_with_reach`:
-   ``expit(a * logit(confidence) + b * z + d)``, ``z`` the seeds' reach
-   (:func:`seed_reach`: how much of a short random walk from a sample ends on
-   a seed; a region no seed reaches is an unseeded cluster more often than
-   not), pulled towards ``(1, 0, 0)`` by a strong ridge (:data:`RANKING_L2`):
-   the validation set says how much reach adds to the ranking on this task.
+1. :func:`ranking_with_graph_signals`:
+   ``expit(a * logit(confidence) + b * z_reach + e * z_density + d)``, ``z``
+   standardised logs of two signals of the graph that the confidence, judged
+   sample by sample, does not see: the seeds' reach (:func:`seed_reach`: how
+   much of a short random walk from a sample ends on a seed; a region no seed
+   reaches is an unseeded cluster more often than not) and the local density
+   (:func:`local_density`: the mean similarity to the nearest neighbours; a
+   sample far from every other is an outlier more often than not), pulled
+   towards ``(1, 0, 0, 0)`` by a strong ridge (:data:`RANKING_L2`): the
+   validation set says how much each adds to the ranking on this task.
 2. :func:`fit_calibration`: Platt scaling of that probability,
    ``expit(slope * logit(p) + intercept)``, pulled towards the identity by
    :data:`CALIBRATION_L2`.
@@ -21,17 +25,21 @@ chosen on the result:
 Measured (bench/RESULTS.md; three data sets, 0.5 / 1 / 5% seeds, 0-50%
 outliers, 5 task seeds): step 2 alone took the expected calibration error
 from 0.110 / 0.087 / 0.091 to 0.068 / 0.050 / 0.027 on average (0.106 ->
-0.048 with 50 intents) and left the ranking as it was; step 1 then added
-+0.23 / +0.13 / +0.61 points of accuracy a cell with outliers (+0.35 with 50
-intents; every loss inside its spread), outlier AUROC -0.03 / +0.33 / +1.15
-(+2.2 with 50 intents: HWU64 70.0 -> 73.5 at 23% outliers), the calibration
-error within 0.2. Choosing the threshold on the result (its smoothing on the
+0.048 with 50 intents) and left the ranking as it was; step 1 with reach
+alone then added +0.23 / +0.13 / +0.61 points of accuracy a cell with
+outliers (+0.35 with 50 intents), outlier AUROC -0.03 / +0.33 / +1.15 (+2.2
+with 50 intents: HWU64 70.0 -> 73.5 at 23% outliers), and the density on top
++0.35 / +0.65 / +0.23 points a cell (-0.06 with 50 intents, a tie), outlier
+AUROC +0.88 / +0.78 / +0.85 (up to +4.3 where outliers are few and
+scattered). Choosing the threshold on the result (its smoothing on the
 probability scale) gained +0.13 / +0.01 / +0.43 points a cell at the model's
 own threshold.
 """
 
 import numpy as np
 from scipy.special import expit, log_expit
+
+from ._kernels.density import top_weight_means
 
 #: Ridge of ``(slope - 1, intercept)`` added to the validation samples' summed
 #: log-loss. Measured 0.01 / 0.1 / 1 / 2 / 3 / 10: mean calibration error over
@@ -51,10 +59,12 @@ MAX_HALVINGS = 30
 #: (``S`` the fit's random walk): how much of a short walk from it ends on a seed.
 REACH_STEPS = 10
 REACH_DECAY = 0.9
-#: Ridge of the ranking fit's ``(slope, reach weight, intercept)`` towards ``(1, 0, 0)``
-#: (:func:`ranking_with_reach`). Measured 2 / 5 / 10 (bench/RESULTS.md): the weaker ones let the
-#: slope leave 1 where ~30-50 validation samples cannot tell, and reach, a poor ranker on MNIST,
-#: took over there (outlier AUROC -3 to -5 points).
+#: Ridge of the ranking fit's ``(slope, signal weights, intercept)`` towards ``(1, 0, ..., 0)``
+#: (:func:`ranking_with_graph_signals`). Measured 2 / 5 / 10 with reach alone (bench/RESULTS.md): the
+#: weaker ones let the slope leave 1 where ~30-50 validation samples cannot tell, and reach, a poor
+#: ranker on MNIST, took over there (outlier AUROC -3 to -5 points). 3 / 10 / 30 on the density's
+#: weight, points a cell over reach alone: +0.41 / +0.35 / +0.36 at 0.5% seeds, +0.57 / +0.65 / +0.37
+#: at 1%, +0.13 / +0.23 / +0.14 at 5%, -0.18 / -0.06 / +0.03 with 50 intents.
 RANKING_L2 = 10.0
 
 
@@ -175,41 +185,80 @@ def seed_reach(walk, seeds):
     return reach
 
 
-def reach_feature(reach, unlabeled):
-    """``log(reach)`` standardised over the ``unlabeled`` samples (0 everywhere when it does not vary)."""
-    logged = np.log(np.maximum(reach, np.finfo(np.float64).tiny))
+def local_density(graph, n_neighbors):
+    """Every sample's mean affinity to its ``n_neighbors`` most similar graph neighbours.
+
+    On the cosine kNN graph, the mean cosine similarity to its own nearest
+    neighbours (the symmetrised graph's other edges are weaker): low where
+    samples lie apart from the rest, the classic kNN outlier score.
+
+    Parameters
+    ----------
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Non-negative weights (the output of ``check_graph``).
+    n_neighbors : int
+        How many of each row's largest weights (all of them in a shorter row; 0 in an empty one).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    density = np.empty(graph.shape[0])
+    top_weight_means(graph.indptr, graph.data, int(n_neighbors), density)
+    return density
+
+
+def standardised_log(values, unlabeled):
+    """``log(values)`` standardised over the ``unlabeled`` samples (0 everywhere when it does not vary).
+
+    A value of 0 is read as the smallest positive float, the least of all rather than ``-inf``.
+    """
+    logged = np.log(np.maximum(values, np.finfo(np.float64).tiny))
     spread = logged[unlabeled].std()
     if not spread > 0:
         return np.zeros_like(logged)
     return (logged - logged[unlabeled].mean()) / spread
 
 
-def ranking_with_reach(confidence, reach_z, indices, correct):
-    """The validation set's logistic fit of ``correct`` on the confidence's log-odds and the seeds' reach.
+def ranking_with_graph_signals(confidence, signals, indices, correct):
+    """The validation set's logistic fit of ``correct`` on the confidence's log-odds and graph signals.
 
-    ``P(right) = expit(slope * logit(c) + weight * z + intercept)``, pulled
-    towards ``(1, 0, 0)`` by :data:`RANKING_L2`: the validation set says how
-    much the seeds' reach adds to the confidence's ranking on this task (on
-    HWU64 with 50 intents much, on MNIST little).
+    ``P(right) = expit(slope * logit(c) + signals @ weights + intercept)``,
+    pulled towards ``(1, 0, ..., 0)`` by :data:`RANKING_L2`: the validation
+    set says how much each signal adds to the confidence's ranking on this
+    task (the seeds' reach: on HWU64 with 50 intents much, on MNIST little).
+
+    Parameters
+    ----------
+    confidence : ndarray of shape (n_samples,)
+    signals : ndarray of shape (n_samples, n_signals)
+        Standardised (:func:`standardised_log`).
+    indices : ndarray of int
+        The validation samples.
+    correct : ndarray of bool, shape (indices.size,)
+        Whether each one's most probable class is its truth.
 
     Returns
     -------
-    ndarray of shape (3,) or None
-        ``(slope, weight, intercept)``; None when the slope is not positive.
+    ndarray of shape (n_signals + 2,) or None
+        ``(slope, weights..., intercept)``; None when the slope is not positive.
     """
-    design = np.column_stack([log_odds(confidence[indices]), reach_z[indices], np.ones(indices.size)])
-    params = fit_logistic_map(design, correct, np.array([1.0, 0.0, 0.0]), np.full(3, RANKING_L2))
+    design = np.column_stack([log_odds(confidence[indices]), signals[indices], np.ones(indices.size)])
+    prior = np.zeros(design.shape[1])
+    prior[0] = 1.0
+    params = fit_logistic_map(design, correct, prior, np.full(prior.size, RANKING_L2))
     return params if params[0] > 0 else None
 
 
-def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach):
-    """A fit's final confidence re-ranked with the seeds' reach and calibrated, both on its validation set.
+def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density):
+    """A fit's final confidence re-ranked with graph signals and calibrated, both on its validation set.
 
-    First :func:`ranking_with_reach` (a strong ridge: only what the
-    validation set clearly shows moves the ranking), then :func:`fit_calibration`
-    on its probabilities (the calibration's own ridge). The outlier
-    threshold is chosen afterwards, on the result: the validation rule's
-    smoothing (:func:`fastprop.threshold.smoothed_threshold`) then works on the
+    First :func:`ranking_with_graph_signals` on the seeds' reach and the
+    local density (a strong ridge: only what the validation set clearly
+    shows moves the ranking), then :func:`fit_calibration` on its
+    probabilities (the calibration's own ridge). The outlier threshold is
+    chosen afterwards, on the result: the validation rule's smoothing
+    (:func:`fastprop.threshold.smoothed_threshold`) then works on the
     probability scale (measured in bench/RESULTS.md).
 
     Parameters
@@ -225,23 +274,24 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach)
         Truth is a class index, or -1 for an outlier.
     reach : ndarray of shape (n_samples,)
         :func:`seed_reach`.
+    density : ndarray of shape (n_samples,)
+        :func:`local_density`.
 
     Returns
     -------
     confidence : ndarray of shape (n_samples,)
     calibration : dict or None
-        ``{"ranking": (slope, reach weight, intercept), "calibration": (slope,
-        intercept)}``; None, and nothing changed, when either fit finds no
-        increasing map of the confidence.
+        ``{"ranking": (slope, reach weight, density weight, intercept),
+        "calibration": (slope, intercept)}``; None, and nothing changed, when
+        either fit finds no increasing map of the confidence.
     """
     indices, truth = validation
     correct = predicted[indices] == truth
-    reach_z = reach_feature(reach, unlabeled)
-    ranking = ranking_with_reach(confidence, reach_z, indices, correct)
+    signals = np.column_stack([standardised_log(reach, unlabeled), standardised_log(density, unlabeled)])
+    ranking = ranking_with_graph_signals(confidence, signals, indices, correct)
     if ranking is None:
         return confidence, None
-    slope, weight, intercept = ranking
-    ranked = expit(slope * log_odds(confidence) + weight * reach_z + intercept)
+    ranked = expit(ranking[0] * log_odds(confidence) + signals @ ranking[1:-1] + ranking[-1])
     calibration = fit_calibration(ranked[indices], correct)
     if calibration is None:
         return confidence, None

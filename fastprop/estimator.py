@@ -23,7 +23,7 @@ from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
-from .calibration import calibrate_on_validation, seed_reach
+from .calibration import calibrate_on_validation, local_density, seed_reach
 from .graph import fit_graph
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NeighbourhoodPredictor
@@ -256,17 +256,19 @@ class FastProp(TransductiveEstimator):
         With ``validation`` given to ``fit``: the final confidence of every
         unlabeled sample becomes the probability that its most probable
         class is right, fitted on the validation set in two logistic steps
-        (:mod:`fastprop.calibration`): the confidence's log-odds with the
-        seeds' reach (how much of a short walk from the sample ends on a
-        seed), whose weight the validation set sets under a strong ridge,
-        then Platt scaling of that probability; the outlier threshold is
-        chosen on the result. Measured (bench/RESULTS.md; three data sets,
-        0.5 / 1 / 5% seeds, 0-50% outliers, 5 task seeds): expected
-        calibration error 0.110 / 0.087 / 0.091 -> 0.069 / 0.051 / 0.025 on
-        average (the uncalibrated confidence claims 9-14 points too much at
-        30% outliers); accuracy +0.23 / +0.13 / +0.61 points a cell with
-        outliers, +0.35 with 50 intents; outlier AUROC +2.2 with 50 intents.
-        Without a validation set nothing changes (no truth to fit on).
+        (:mod:`fastprop.calibration`): the confidence's log-odds with two
+        graph signals, the seeds' reach (how much of a short walk from the
+        sample ends on a seed) and the local density (its mean similarity to
+        its ``n_neighbors`` most similar neighbours), whose weights the
+        validation set sets under a strong ridge, then Platt scaling of that
+        probability; the outlier threshold is chosen on the result. Measured
+        (bench/RESULTS.md; three data sets, 0.5 / 1 / 5% seeds, 0-50%
+        outliers, 5 task seeds): expected calibration error 0.110 / 0.087 /
+        0.091 -> 0.068 / 0.048 / 0.024 on average (the uncalibrated
+        confidence claims 9-14 points too much at 30% outliers); accuracy
+        +0.6 / +0.8 / +0.8 points a cell with outliers, +0.3 with 50
+        intents; outlier AUROC +0.8 / +1.1 / +2.0 a cell, +2.4 with 50
+        intents. Without a validation set nothing changes (no truth to fit on).
         False: the confidence as the method computes it (the paper's).
     graph_method : {"auto", "exact", "hnsw"}, default="auto"
         kNN search used when ``fit`` builds the graph.
@@ -309,8 +311,8 @@ class FastProp(TransductiveEstimator):
         Final confidence in [0, 1]; 1 for seeds. The paper's (see
         ``confidence``) with ``provisional_classes=False``; otherwise see
         ``provisional_classes``. With a validation set, calibrated with the
-        seeds' reach (see ``calibrate_confidence``): the probability that the
-        sample's most probable class is right.
+        seeds' reach and the local density (see ``calibrate_confidence``):
+        the probability that the sample's most probable class is right.
     multiview_confidence_, confnet_confidence_ : ndarray of shape (n_samples,)
         The two stages (ConfNet's is NaN when it could not be trained).
     view_count_ : ndarray of shape (n_samples,)
@@ -322,8 +324,8 @@ class FastProp(TransductiveEstimator):
         calibrated ``confidence_`` when it is calibrated.
     confidence_calibration_ : dict or None
         How ``confidence_`` was made from the method's confidence:
-        ``"ranking"``, the ``(slope, reach weight, intercept)`` of
-        :func:`fastprop.calibration.ranking_with_reach`, and
+        ``"ranking"``, the ``(slope, reach weight, density weight,
+        intercept)`` of :func:`fastprop.calibration.ranking_with_graph_signals`, and
         ``"calibration"``, the ``(slope, intercept)`` of the Platt map after
         it (:func:`fastprop.calibration.calibrate_on_validation`); None when
         nothing was calibrated (no validation set, ``calibrate_confidence=False``,
@@ -537,7 +539,8 @@ class FastProp(TransductiveEstimator):
         if validation is not None and self.calibrate_confidence:
             # before the threshold: the validation rule's smoothing then works on the probability scale
             final, self.confidence_calibration_ = calibrate_on_validation(
-                final, predicted, unlabeled, validation, seed_reach(context.walk, labeled))
+                final, predicted, unlabeled, validation, seed_reach(context.walk, labeled),
+                local_density(graph, self.n_neighbors))
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
                                      self.validation_rule, probabilities=blended, share=self._given_share(validation))
         timings["provisional"] = time.perf_counter() - clock
@@ -796,4 +799,5 @@ def warmup() -> float:
     for training in ("graph", "patches"):
         FastProp(n_neighbors=5, predictor_training=training, random_state=0).fit(X, y).predict(X[:2])
     FastProp(n_neighbors=5, local_predictor="gat", random_state=0).fit(X, y)  # the networks' view updates, attention
+    FastProp(n_neighbors=5, random_state=0).fit(X, y, validation=([1, 31], [0, 1]))  # the calibration's signals
     return time.perf_counter() - clock
