@@ -211,9 +211,13 @@ def local_density(graph, n_neighbors):
 def standardised_log(values, unlabeled):
     """``log(values)`` standardised over the ``unlabeled`` samples (0 everywhere when it does not vary).
 
-    A value of 0 is read as the smallest positive float, the least of all rather than ``-inf``.
+    A value of 0 (a component no seed reaches, a vertex without edges) is
+    read as the smallest positive value of the unlabeled samples: the least
+    of all, without a ``log(0)`` whose size would squash everyone else's
+    spread in the standardisation.
     """
-    logged = np.log(np.maximum(values, np.finfo(np.float64).tiny))
+    positive = values[unlabeled][values[unlabeled] > 0]
+    logged = np.log(np.maximum(values, positive.min() if positive.size else 1.0))
     spread = logged[unlabeled].std()
     if not spread > 0:
         return np.zeros_like(logged)
