@@ -216,7 +216,8 @@ def standardised_log(values, unlabeled):
     of all, without a ``log(0)`` whose size would squash everyone else's
     spread in the standardisation.
     """
-    positive = values[unlabeled][values[unlabeled] > 0]
+    of_unlabeled = values[unlabeled]
+    positive = of_unlabeled[of_unlabeled > 0]
     logged = np.log(np.maximum(values, positive.min() if positive.size else 1.0))
     spread = logged[unlabeled].std()
     if not spread > 0:
