@@ -256,18 +256,20 @@ class FastProp(TransductiveEstimator):
         With ``validation`` given to ``fit``: the final confidence of every
         unlabeled sample becomes the probability that its most probable
         class is right, fitted on the validation set in two logistic steps
-        (:mod:`fastprop.calibration`): the confidence's log-odds with two
-        graph signals, the seeds' reach (how much of a short walk from the
-        sample ends on a seed) and the local density (its mean similarity to
-        its ``n_neighbors`` most similar neighbours), whose weights the
-        validation set sets under a strong ridge, then Platt scaling of that
-        probability; the outlier threshold is chosen on the result. Measured
+        (:mod:`fastprop.calibration`): the probabilities that the sample's
+        label is right and that it is no outlier, each from the confidence's
+        log-odds and two graph signals, the seeds' reach (how much of a
+        short walk from the sample ends on a seed) and the local density (its
+        mean similarity to its ``n_neighbors`` most similar neighbours), whose
+        weights the validation set sets under a ridge, then Platt scaling of
+        their mean (below 1/2 exactly where an outlier is likelier than a
+        right label); the outlier threshold is chosen on the result. Measured
         (bench/RESULTS.md; three data sets, 0.5 / 1 / 5% seeds, 0-50%
         outliers, 5 task seeds): expected calibration error 0.110 / 0.087 /
-        0.091 -> 0.068 / 0.048 / 0.024 on average (the uncalibrated
+        0.091 -> 0.068 / 0.049 / 0.024 on average (the uncalibrated
         confidence claims 9-14 points too much at 30% outliers); accuracy
-        +0.6 / +0.8 / +0.8 points a cell with outliers, +0.3 with 50
-        intents; outlier AUROC +0.8 / +1.1 / +2.0 a cell, +2.4 with 50
+        +1.0 / +0.8 / +1.1 points a cell with outliers, +0.7 with 50
+        intents; outlier AUROC +1.1 / +1.5 / +2.3 a cell, +3.6 with 50
         intents. Without a validation set nothing changes (no truth to fit on).
         False: the confidence as the method computes it (the paper's).
     graph_method : {"auto", "exact", "hnsw"}, default="auto"
@@ -323,13 +325,16 @@ class FastProp(TransductiveEstimator):
         outliers and every unlabeled sample is rejected. Chosen on the
         calibrated ``confidence_`` when it is calibrated.
     confidence_calibration_ : dict or None
-        How ``confidence_`` was made from the method's confidence:
-        ``"ranking"``, the ``(slope, reach weight, density weight,
-        intercept)`` of :func:`fastprop.calibration.ranking_with_graph_signals`, and
-        ``"calibration"``, the ``(slope, intercept)`` of the Platt map after
-        it (:func:`fastprop.calibration.calibrate_on_validation`); None when
-        nothing was calibrated (no validation set, ``calibrate_confidence=False``,
-        or a fit found no increasing map of the confidence).
+        How ``confidence_`` was made from the method's confidence
+        (:func:`fastprop.calibration.calibrate_on_validation`): ``"right"``
+        and ``"in_class"``, the ``(slope, reach weight, density weight,
+        intercept)`` of the two fits of
+        :func:`fastprop.calibration.ranking_with_graph_signals` (``"in_class"``
+        None when the validation set holds no outlier), and
+        ``"calibration"``, the ``(slope, intercept)`` of the Platt map of
+        their mean; None when nothing was calibrated (no validation set,
+        ``calibrate_confidence=False``, or a fit found no increasing map of
+        the confidence).
     n_iter_ : int
         Patches processed.
     n_starts_ : int
