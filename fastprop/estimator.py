@@ -330,7 +330,7 @@ class FastProp(TransductiveEstimator):
         and ``"in_class"``, the ``(slope, reach weight, density weight,
         intercept)`` of the two fits of
         :func:`fastprop.calibration.ranking_with_graph_signals` (``"in_class"``
-        None when the validation set holds no outlier), and
+        None when the validation set holds no outlier, or nothing else), and
         ``"calibration"``, the ``(slope, intercept)`` of the Platt map of
         their mean; None when nothing was calibrated (no validation set,
         ``calibrate_confidence=False``, or a fit found no increasing map of
