@@ -4,6 +4,7 @@
     python bench/table1.py --data /tmp/heldout/hwu64_lsa.npz --classes 50 --name heldout_hwu64_lsa_c50
     python bench/table1.py --data /tmp/heldout/digits.npz --mnist-split --classes 5 --label-ratio 0.05 \\
         --name heldout_digits_lr0.05
+    python bench/levers.py --heldout /tmp/heldout --data banking77_lsa hwu64_lsa --name levers_lsa
 
 FastProp's settings were chosen on three files of ``../shared/data`` (MiniLM sentence embeddings of
 Banking77 and HWU64, MNIST pixels), and issue #16 warns that results will be checked on data it was

@@ -8,6 +8,8 @@ Usage (from the repository root)::
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --own-threshold --name levers_rule
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --no-validation --all-classes --noise 0 --name levers_auto_whole
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --fit-seed-offset 1000 --name levers_draw_1000
+    python bench/heldout_data.py --out /tmp/heldout
+    OPENBLAS_NUM_THREADS=1 python bench/levers.py --heldout /tmp/heldout --data banking77_lsa hwu64_lsa --name levers_lsa
 
 Each variant is a set of FastProp parameters (``--variants`` takes
 ``label=JSON`` pairs; the default compares the paper's confidence with the
@@ -52,6 +54,12 @@ DATA_SETS = {
     "hwu64": ("hwu64_minilm.npz", 32, False),
     "mnist": ("mnist_test.npz", 5, True),
 }
+#: The same for the files ``bench/heldout_data.py`` writes (``--heldout DIR``): sets never tuned on.
+HELDOUT_SETS = {
+    "banking77_lsa": ("banking77_lsa.npz", 30, False),
+    "hwu64_lsa": ("hwu64_lsa.npz", 32, False),
+    "digits": ("digits.npz", 5, True),
+}
 DEFAULT_VARIANTS = ('paper confidence={"provisional_classes": false}', "provisional classes (default)={}")
 
 
@@ -60,7 +68,10 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.1, 0.3, 0.5])
     parser.add_argument("--label-ratio", type=float, default=0.01)
-    parser.add_argument("--data", nargs="+", choices=list(DATA_SETS), default=list(DATA_SETS))
+    parser.add_argument("--data", nargs="+", choices=list(DATA_SETS) + list(HELDOUT_SETS), default=list(DATA_SETS),
+                        help="the shared sets, or (with --heldout) the files bench/heldout_data.py writes")
+    parser.add_argument("--heldout", type=Path, metavar="DIR",
+                        help="where bench/heldout_data.py wrote its files (for --data banking77_lsa hwu64_lsa digits)")
     parser.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
                         help="label=JSON of FastProp parameters")
     parser.add_argument("--no-validation", action="store_true", help="no validation set: the threshold is 'auto'")
@@ -79,8 +90,11 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.all_classes and any(args.noise):
         parser.error("--all-classes leaves no sample outside the task's classes: pass --noise 0")
-    if args.classes is not None and ("mnist" in args.data or args.all_classes):
+    if args.classes is not None and ({"mnist", "digits"} & set(args.data) or args.all_classes):
         parser.error("--classes applies to the sentence sets only: pass --data banking77 hwu64, without --all-classes")
+    if set(HELDOUT_SETS) & set(args.data) and args.heldout is None:
+        parser.error("--data " + " ".join(sorted(set(HELDOUT_SETS) & set(args.data))) + " needs --heldout DIR "
+                     "(run python bench/heldout_data.py --out DIR first)")
     return args
 
 
@@ -92,9 +106,9 @@ def variants(texts):
     return parsed
 
 
-def load(name, all_classes=False):
-    file, n_classes, mnist_split = DATA_SETS[name]
-    path = SHARED_DATA_DIR / file
+def load(name, all_classes=False, heldout=None):
+    file, n_classes, mnist_split = DATA_SETS[name] if name in DATA_SETS else HELDOUT_SETS[name]
+    path = (SHARED_DATA_DIR if name in DATA_SETS else heldout) / file
     if not path.exists():
         return None
     X, y = fb.load_benchmark_data(path)
@@ -138,9 +152,9 @@ def main(argv=None):
     fb.warmup()
     rows = []
     for name in args.data:
-        pool = load(name, args.all_classes)
+        pool = load(name, args.all_classes, args.heldout)
         if pool is None:
-            log(f"{name}: not in {SHARED_DATA_DIR}, skipped")
+            log(f"{name}: not in {SHARED_DATA_DIR if name in DATA_SETS else args.heldout}, skipped")
             continue
         X, y, n_classes = pool
         n_classes = n_classes if args.classes is None else args.classes
