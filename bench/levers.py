@@ -9,7 +9,7 @@ Usage (from the repository root)::
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --no-validation --all-classes --noise 0 --name levers_auto_whole
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --fit-seed-offset 1000 --name levers_draw_1000
     python bench/heldout_data.py --out /tmp/heldout
-    OPENBLAS_NUM_THREADS=1 python bench/levers.py --heldout /tmp/heldout --data banking77_lsa hwu64_lsa --name levers_lsa
+    OPENBLAS_NUM_THREADS=1 python bench/levers.py --heldout /tmp/heldout --data hwu64_lsa --name levers_lsa
 
 Each variant is a set of FastProp parameters (``--variants`` takes
 ``label=JSON`` pairs; the default compares the paper's confidence with the
