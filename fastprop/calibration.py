@@ -276,9 +276,12 @@ def ranking_with_graph_signals(confidence, signals, indices, target, ridge):
     return params if params[0] > 0 else None
 
 
-def ranked(confidence, signals, params):
-    """``expit(slope * logit(c) + signals @ weights + intercept)`` for the ``params`` of a ranking fit."""
-    return expit(params[0] * log_odds(confidence) + signals @ params[1:-1] + params[-1])
+def ranked(odds, signals, params):
+    """``expit(slope * odds + signals @ weights + intercept)`` for the ``params`` of a ranking fit.
+
+    ``odds`` is the confidence's :func:`log_odds`, taken once for every fit.
+    """
+    return expit(params[0] * odds + signals @ params[1:-1] + params[-1])
 
 
 def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density):
@@ -330,7 +333,8 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach,
         fits.append(ranking_with_graph_signals(confidence, signals, indices, in_class, IN_CLASS_L2))
     if any(fit is None for fit in fits):
         return confidence, None
-    score = np.mean([ranked(confidence, signals, fit) for fit in fits], axis=0)
+    odds = log_odds(confidence)
+    score = np.mean([ranked(odds, signals, fit) for fit in fits], axis=0)
     calibration = fit_calibration(score[indices], correct)
     if calibration is None:
         return confidence, None
