@@ -35,7 +35,10 @@ def test_softmax_optimum_matches_scipy_lbfgsb(softmax_problem):
     params, _ = minimise(loss, np.zeros(n_params), max_iter=2000, gtol=1e-9, ftol=0.0)
     reference = minimize(loss, np.zeros(n_params), jac=True, method="L-BFGS-B",
                          options={"maxiter": 2000, "gtol": 1e-9, "ftol": 0.0}).x
-    assert np.abs(loss(params)[1]).max() <= 1e-9
+    # Near the optimum the loss's decrease falls below float64's resolution of ~1.2 (the line search then
+    # stops where it is): how close to 1e-9 the gradient gets depends on the BLAS's rounding, the optimum not.
+    assert np.abs(loss(params)[1]).max() <= 1e-8
+    assert loss(params)[0] <= loss(reference)[0] * (1 + 1e-14)
     assert_allclose(params, reference, atol=1e-6)
 
 
