@@ -1,4 +1,4 @@
-"""The final confidence as a probability, fitted on the validation set, with two graph signals.
+"""The final confidence as a probability, fitted on the validation set, with three graph signals.
 
 FastProp's final confidence ranks samples well (it is what the outlier
 threshold cuts), but it is not a probability: on the levers tasks with 30%
@@ -8,16 +8,20 @@ logistic fits replace it, before the outlier threshold is chosen on the
 result:
 
 1. :func:`ranking_with_graph_signals`, twice:
-   ``expit(a * logit(confidence) + b * z_reach + e * z_density + d)``, ``z``
-   standardised logs of two signals of the graph that the confidence, judged
-   sample by sample, does not see: the seeds' reach (:func:`seed_reach`: how
-   much of a short random walk from a sample ends on a seed; a region no seed
-   reaches is an unseeded cluster more often than not) and the local density
+   ``expit(a * logit(confidence) + b * z_reach + e * z_density [+ g *
+   z_outliers] + d)``, ``z`` standardised logs of signals of the graph that
+   the confidence, judged sample by sample, does not see: the seeds' reach
+   (:func:`seed_reach`: how much of a short random walk from a sample ends on
+   a seed; a region no seed reaches is an unseeded cluster more often than
+   not), the local density
    (:func:`local_density`: the mean similarity to the nearest neighbours; a
-   sample far from every other is an outlier more often than not), pulled
-   towards ``(1, 0, 0, 0)`` by a ridge: the validation set says how much each
-   adds on this task. One fit, ``r``, is of whether each validation sample's
-   most probable class is its truth (an outlier's never is; ridge
+   sample far from every other is an outlier more often than not) and, when
+   the validation set holds outliers, *their* reach (:func:`outlier_reach`,
+   each left out of its own: outliers come in clusters of classes nobody
+   seeded, and a known one marks its cluster), pulled towards ``(1, 0, ...,
+   0)`` by a ridge: the validation set says how much each adds on this
+   task. One fit, ``r``, is of whether each validation sample's most
+   probable class is its truth (an outlier's never is; ridge
    :data:`RIGHT_L2`), the other, ``q``, of whether it is in-class at all
    (:data:`IN_CLASS_L2`; left out when the validation set holds no outlier, or
    nothing else). Their mean ranks: ``(r + q) / 2 < 1/2`` is
@@ -46,7 +50,13 @@ with 50 intents and +0.19 to +1.07 with 15-60 intents, outlier AUROC +0.29 /
 +0.42 / +0.34 (+1.5 with 50 intents: HWU64 73.4 -> 76.8 at 23% outliers),
 the calibration error within 0.2 points of the same. Choosing the threshold
 on the result (its smoothing on the probability scale) gained +0.13 / +0.01
-/ +0.43 points a cell at the model's own threshold.
+/ +0.43 points a cell at the model's own threshold. The validation
+outliers' reach as a third signal of both fits then gained +0.17 / +0.44 /
++1.06 points a cell with outliers at 0.5 / 1 / 5% seeds, outlier AUROC
++0.43 / +0.90 / +1.50; with 50 intents +1.33 / +1.60 / +1.59 points, AUROC
++2.57 / +3.51 / +3.45 (in the "in-class" fit alone: +0.23 points and +0.76
+AUROC at 1%); on the held-out LSA embedding -0.30 (a tie) with 30-32 intents
+and +1.39 with 50.
 """
 
 import numpy as np
@@ -72,6 +82,11 @@ MAX_HALVINGS = 30
 #: (``S`` the fit's random walk): how much of a short walk from it ends on a seed.
 REACH_STEPS = 10
 REACH_DECAY = 0.9
+#: At most this many of the validation set's outliers are the sources of :func:`outlier_reach` (a
+#: random choice of them beyond): each costs a walk of its own, to leave its walks back to itself out.
+MAX_OUTLIER_SOURCES = 64
+#: Sources walked at once by :func:`outlier_reach` (an (n_samples, OUTLIER_BLOCK) float64 level).
+OUTLIER_BLOCK = 16
 #: Ridge of the "right" fit's ``(slope, signal weights, intercept)`` towards ``(1, 0, ..., 0)``
 #: (:func:`ranking_with_graph_signals`). Measured 2 / 5 / 10 with reach alone (bench/RESULTS.md): the
 #: weaker ones let the slope leave 1 where ~30-50 validation samples cannot tell, and reach, a poor
@@ -203,6 +218,47 @@ def seed_reach(walk, seeds):
     return reach
 
 
+def outlier_reach(walk, sources):
+    """Every sample's reach from the known outliers ``sources``, each source's from the *other* sources.
+
+    ``sum_k REACH_DECAY^k (S^k 1_sources)[i]`` as :func:`seed_reach` takes
+    it, minus, for a source ``i``, its own walks back to itself
+    ``sum_k REACH_DECAY^k (S^k)_ii``: a validation outlier then reads what an
+    outlier the validation set did not hold would read, and a ranking fit
+    on the validation set learns what the signal is worth on the others.
+    Outliers come in clusters of classes nobody seeded: a sample the known
+    outliers reach is likelier one of them.
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+        ``S``, the fit's random walk.
+    sources : ndarray of int
+        Distinct samples known to be outliers.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        In [0, REACH_DECAY / (1 - REACH_DECAY)].
+    """
+    sources = np.asarray(sources, dtype=np.int64)
+    n_samples = walk.graph.shape[0]
+    reach = np.zeros(n_samples)
+    own = np.zeros(sources.size)
+    # The sources' walks column by column, a block at a time: their sum is the reach, their diagonal the own part.
+    for begin in range(0, sources.size, OUTLIER_BLOCK):
+        block = sources[begin : begin + OUTLIER_BLOCK]
+        columns = np.arange(block.size)
+        walked = np.zeros((n_samples, block.size))
+        walked[block, columns] = 1.0
+        for step in range(1, REACH_STEPS + 1):
+            walked = walk.smooth(walked, None, 1)
+            reach += REACH_DECAY**step * walked.sum(axis=1)
+            own[begin : begin + block.size] += REACH_DECAY**step * walked[block, columns]
+    reach[sources] -= own
+    return np.maximum(reach, 0.0)  # rounding only: each source's own part is one of the terms of its sum
+
+
 def local_density(graph, n_neighbors):
     """Every sample's mean affinity to its ``n_neighbors`` most similar graph neighbours.
 
@@ -284,12 +340,29 @@ def ranked(odds, signals, params):
     return expit(params[0] * odds + signals @ params[1:-1] + params[-1])
 
 
-def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density):
+def outlier_sources(validation, rng):
+    """The validation set's outliers that :func:`outlier_reach` walks from.
+
+    All of them, or :data:`MAX_OUTLIER_SOURCES` drawn by ``rng`` (sorted)
+    when there are more; the others read their reach from these as any
+    sample does. The outliers given to ``fit`` as ``outliers`` are not
+    sources: they seed provisional classes of their own already, and as
+    sources they were not measured.
+    """
+    indices, truth = validation
+    outliers = np.asarray(indices, dtype=np.int64)[np.asarray(truth) < 0]
+    if outliers.size > MAX_OUTLIER_SOURCES:
+        outliers = np.sort(rng.choice(outliers, size=MAX_OUTLIER_SOURCES, replace=False))
+    return outliers
+
+
+def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density, from_outliers=None):
     """A fit's final confidence re-ranked with graph signals and calibrated, both on its validation set.
 
-    Two fits of :func:`ranking_with_graph_signals` on the seeds' reach and the
-    local density (a ridge each: only what the validation set clearly shows
-    moves the ranking): ``r``, the probability that a sample's most probable
+    Two fits of :func:`ranking_with_graph_signals` on the seeds' reach, the
+    local density and, when the validation set holds outliers, their own
+    reach (a ridge each: only what the validation set clearly shows moves
+    the ranking): ``r``, the probability that a sample's most probable
     class is right, and ``q``, the probability that it is in-class (left out
     when every validation sample is in-class or none is: ``r`` alone ranks).
     Their mean ranks: ``(r + q) / 2 < 1/2`` is ``P(outlier) > P(right)``, where
@@ -314,20 +387,24 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach,
         :func:`seed_reach`.
     density : ndarray of shape (n_samples,)
         :func:`local_density`.
+    from_outliers : ndarray of shape (n_samples,) or None, default=None
+        :func:`outlier_reach` from the validation set's outliers: a third
+        signal of both fits when given (None when the set holds no outlier).
 
     Returns
     -------
     confidence : ndarray of shape (n_samples,)
     calibration : dict or None
-        ``{"right": (slope, reach weight, density weight, intercept),
-        "in_class": the same or None when skipped, "calibration": (slope,
-        intercept)}``; None, and nothing changed, when a fit finds no
-        increasing map of the confidence.
+        ``{"right": (slope, reach weight, density weight[, known outliers'
+        reach weight], intercept), "in_class": the same or None when skipped,
+        "calibration": (slope, intercept)}``; None, and nothing changed, when
+        a fit finds no increasing map of the confidence.
     """
     indices, truth = validation
     correct = predicted[indices] == truth
     in_class = truth >= 0
-    signals = np.column_stack([standardised_log(reach, unlabeled), standardised_log(density, unlabeled)])
+    measured = [reach, density] if from_outliers is None else [reach, density, from_outliers]
+    signals = np.column_stack([standardised_log(values, unlabeled) for values in measured])
     fits = [ranking_with_graph_signals(confidence, signals, indices, correct, RIGHT_L2)]
     if in_class.any() and not in_class.all():
         fits.append(ranking_with_graph_signals(confidence, signals, indices, in_class, IN_CLASS_L2))

@@ -23,7 +23,7 @@ from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
-from .calibration import calibrate_on_validation, local_density, seed_reach
+from .calibration import calibrate_on_validation, local_density, outlier_reach, outlier_sources, seed_reach
 from .graph import fit_graph
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NeighbourhoodPredictor
@@ -327,8 +327,8 @@ class FastProp(TransductiveEstimator):
     confidence_calibration_ : dict or None
         How ``confidence_`` was made from the method's confidence
         (:func:`fastprop.calibration.calibrate_on_validation`): ``"right"``
-        and ``"in_class"``, the ``(slope, reach weight, density weight,
-        intercept)`` of the two fits of
+        and ``"in_class"``, the ``(slope, reach weight, density weight[,
+        validation outliers' reach weight], intercept)`` of the two fits of
         :func:`fastprop.calibration.ranking_with_graph_signals` (``"in_class"``
         None when the validation set holds no outlier, or nothing else), and
         ``"calibration"``, the ``(slope, intercept)`` of the Platt map of
@@ -543,9 +543,10 @@ class FastProp(TransductiveEstimator):
         self.confidence_calibration_ = None
         if validation is not None and self.calibrate_confidence:
             # before the threshold: the validation rule's smoothing then works on the probability scale
+            sources = outlier_sources(validation, context.rng)
             final, self.confidence_calibration_ = calibrate_on_validation(
                 final, predicted, unlabeled, validation, seed_reach(context.walk, labeled),
-                local_density(graph, self.n_neighbors))
+                local_density(graph, self.n_neighbors), outlier_reach(context.walk, sources) if sources.size else None)
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
                                      self.validation_rule, probabilities=blended, share=self._given_share(validation))
         timings["provisional"] = time.perf_counter() - clock
