@@ -13,9 +13,9 @@ result:
    the confidence, judged sample by sample, does not see: the seeds' reach
    (:func:`seed_reach`: how much of a short random walk from a sample ends on
    a seed; a region no seed reaches is an unseeded cluster more often than
-   not), the local density
-   (:func:`local_density`: the mean similarity to the nearest neighbours; a
-   sample far from every other is an outlier more often than not) and, when
+   not), the local density (:func:`local_density`: the mean similarity to
+   the nearest neighbours; a sample far from every other is an outlier more
+   often than not) and, when
    the validation set holds outliers, *their* reach (:func:`outlier_reach`,
    each left out of its own: outliers come in clusters of classes nobody
    seeded, and a known one marks its cluster), pulled towards ``(1, 0, ...,
