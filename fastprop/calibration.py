@@ -10,13 +10,14 @@ result:
 1. :func:`ranking_with_graph_signals`, twice:
    ``expit(a * logit(confidence) + b * z_reach + e * z_density [+ g *
    z_outliers] + d)``, ``z`` standardised logs of signals of the graph that
-   the confidence, judged sample by sample, does not see: the seeds' reach
-   (:func:`seed_reach`: how much of a short random walk from a sample ends on
-   a seed; a region no seed reaches is an unseeded cluster more often than
-   not), the local density (:func:`local_density`: the mean similarity to
-   the nearest neighbours; a sample far from every other is an outlier more
-   often than not) and, when
-   the validation set holds outliers, *their* reach (:func:`outlier_reach`,
+   the confidence, judged sample by sample, does not see: the in-class
+   reach (:func:`in_class_reach`: how much of a short random walk from a
+   sample ends on a seed or on one of the validation set's in-class
+   samples, each of those left out of its own; a region none of them
+   reaches is an unseeded cluster more often than not), the local density
+   (:func:`local_density`: the mean similarity to the nearest neighbours; a
+   sample far from every other is an outlier more often than not) and, when
+   the validation set holds outliers, *their* reach (:func:`left_out_reach`,
    each left out of its own: outliers come in clusters of classes nobody
    seeded, and a known one marks its cluster), pulled towards ``(1, 0, ...,
    0)`` by a ridge: the validation set says how much each adds on this
@@ -82,11 +83,12 @@ MAX_HALVINGS = 30
 #: (``S`` the fit's random walk): how much of a short walk from it ends on a seed.
 REACH_STEPS = 10
 REACH_DECAY = 0.9
-#: At most this many of the validation set's outliers are the sources of :func:`outlier_reach` (a
-#: random choice of them beyond): each costs a walk of its own, to leave its walks back to itself out.
-MAX_OUTLIER_SOURCES = 64
-#: Sources walked at once by :func:`outlier_reach` (an (n_samples, OUTLIER_BLOCK) float64 level).
-OUTLIER_BLOCK = 16
+#: At most this many of the validation set's outliers, and as many of its in-class samples, are the sources
+#: of :func:`left_out_reach` (a random choice of each beyond): each costs a walk of its own, to leave its
+#: walks back to itself out.
+MAX_VALIDATION_SOURCES = 64
+#: Sources walked at once by :func:`left_out_reach` (an (n_samples, SOURCE_BLOCK) float64 level).
+SOURCE_BLOCK = 16
 #: Ridge of the "right" fit's ``(slope, signal weights, intercept)`` towards ``(1, 0, ..., 0)``
 #: (:func:`ranking_with_graph_signals`). Measured 2 / 5 / 10 with reach alone (bench/RESULTS.md): the
 #: weaker ones let the slope leave 1 where ~30-50 validation samples cannot tell, and reach, a poor
@@ -218,23 +220,24 @@ def seed_reach(walk, seeds):
     return reach
 
 
-def outlier_reach(walk, sources):
-    """Every sample's reach from the known outliers ``sources``, each source's from the *other* sources.
+def left_out_reach(walk, sources):
+    """Every sample's reach from the validation samples ``sources``, each source's from the *other* sources.
 
     ``sum_k REACH_DECAY^k (S^k 1_sources)[i]`` as :func:`seed_reach` takes
     it, minus, for a source ``i``, its own walks back to itself
-    ``sum_k REACH_DECAY^k (S^k)_ii``: a validation outlier then reads what an
-    outlier the validation set did not hold would read, and a ranking fit
-    on the validation set learns what the signal is worth on the others.
-    Outliers come in clusters of classes nobody seeded: a sample the known
-    outliers reach is likelier one of them.
+    ``sum_k REACH_DECAY^k (S^k)_ii``: a validation sample then reads what a
+    sample the validation set did not hold would read, and a ranking fit on
+    the validation set learns what the signal is worth on the others. From
+    the validation set's outliers: they come in clusters of classes nobody
+    seeded, and a sample they reach is likelier one of them. From its
+    in-class samples: :func:`in_class_reach`.
 
     Parameters
     ----------
     walk : fastprop.adjacency.RandomWalk
         ``S``, the fit's random walk.
     sources : ndarray of int
-        Distinct samples known to be outliers.
+        Distinct samples.
 
     Returns
     -------
@@ -246,8 +249,8 @@ def outlier_reach(walk, sources):
     reach = np.zeros(n_samples)
     own = np.zeros(sources.size)
     # The sources' walks column by column, a block at a time: their sum is the reach, their diagonal the own part.
-    for begin in range(0, sources.size, OUTLIER_BLOCK):
-        block = sources[begin : begin + OUTLIER_BLOCK]
+    for begin in range(0, sources.size, SOURCE_BLOCK):
+        block = sources[begin : begin + SOURCE_BLOCK]
         columns = np.arange(block.size)
         walked = np.zeros((n_samples, block.size))
         walked[block, columns] = 1.0
@@ -257,6 +260,35 @@ def outlier_reach(walk, sources):
             own[begin : begin + block.size] += REACH_DECAY**step * walked[block, columns]
     reach[sources] -= own
     return np.maximum(reach, 0.0)  # rounding only: each source's own part is one of the terms of its sum
+
+
+def in_class_reach(walk, seeds, sources):
+    """Every sample's reach from the known in-class samples: the seeds and the validation set's ``sources``.
+
+    :func:`seed_reach` plus :func:`left_out_reach` from ``sources`` (each
+    validation sample's own walks back to itself left out; validation
+    samples are unlabeled, so none is a seed too). With 0.5-1% seeds a class
+    has one to a few seeds, and the validation set holds about as many
+    in-class samples again: a part of a seeded class that its seeds alone
+    barely reach is told from an unseeded cluster more often
+    (bench/RESULTS.md).
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+        ``S``, the fit's random walk.
+    seeds : ndarray of bool, shape (n_samples,)
+    sources : ndarray of int
+        The validation set's in-class samples walked from (:func:`validation_sources`).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    reach = seed_reach(walk, seeds)
+    if sources.size:
+        reach += left_out_reach(walk, sources)
+    return reach
 
 
 def local_density(graph, n_neighbors):
@@ -305,7 +337,7 @@ def ranking_with_graph_signals(confidence, signals, indices, target, ridge):
     ``P(target) = expit(slope * logit(c) + signals @ weights + intercept)``,
     pulled towards ``(1, 0, ..., 0)`` by ``ridge``: the validation set says
     how much each signal adds to the confidence's ranking on this task (the
-    seeds' reach: on HWU64 with 50 intents much, on MNIST little).
+    in-class reach: on HWU64 with 50 intents much, on MNIST little).
 
     Parameters
     ----------
@@ -340,26 +372,35 @@ def ranked(odds, signals, params):
     return expit(params[0] * odds + signals @ params[1:-1] + params[-1])
 
 
-def outlier_sources(validation, rng):
-    """The validation set's outliers that :func:`outlier_reach` walks from.
+def validation_sources(validation, rng):
+    """The validation samples :func:`left_out_reach` walks from: its in-class samples, and its outliers.
 
-    All of them, or :data:`MAX_OUTLIER_SOURCES` drawn by ``rng`` (sorted)
-    when there are more; the others read their reach from these as any
-    sample does. The outliers given to ``fit`` as ``outliers`` are not
-    sources: they seed provisional classes of their own already, and as
-    sources they were not measured.
+    All of each kind, or :data:`MAX_VALIDATION_SOURCES` drawn by ``rng``
+    (sorted) when there are more, the outliers first; the others read their
+    reach from these as any sample does. The outliers given to ``fit`` as
+    ``outliers`` are not sources: they seed provisional classes of their
+    own already, and as sources they were not measured.
+
+    Returns
+    -------
+    in_class, outliers : ndarray of int
     """
     indices, truth = validation
-    outliers = np.asarray(indices, dtype=np.int64)[np.asarray(truth) < 0]
-    if outliers.size > MAX_OUTLIER_SOURCES:
-        outliers = np.sort(rng.choice(outliers, size=MAX_OUTLIER_SOURCES, replace=False))
-    return outliers
+    indices = np.asarray(indices, dtype=np.int64)
+    in_class = np.asarray(truth) >= 0
+    chosen = []
+    for members in (indices[~in_class], indices[in_class]):
+        if members.size > MAX_VALIDATION_SOURCES:
+            members = np.sort(rng.choice(members, size=MAX_VALIDATION_SOURCES, replace=False))
+        chosen.append(members)
+    outliers, in_class_sources = chosen
+    return in_class_sources, outliers
 
 
 def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density, from_outliers=None):
     """A fit's final confidence re-ranked with graph signals and calibrated, both on its validation set.
 
-    Two fits of :func:`ranking_with_graph_signals` on the seeds' reach, the
+    Two fits of :func:`ranking_with_graph_signals` on the in-class reach, the
     local density and, when the validation set holds outliers, their own
     reach (a ridge each: only what the validation set clearly shows moves
     the ranking): ``r``, the probability that a sample's most probable
@@ -384,11 +425,11 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach,
     validation : (indices, encoded truth)
         Truth is a class index, or -1 for an outlier.
     reach : ndarray of shape (n_samples,)
-        :func:`seed_reach`.
+        :func:`in_class_reach`.
     density : ndarray of shape (n_samples,)
         :func:`local_density`.
     from_outliers : ndarray of shape (n_samples,) or None, default=None
-        :func:`outlier_reach` from the validation set's outliers: a third
+        :func:`left_out_reach` from the validation set's outliers: a third
         signal of both fits when given (None when the set holds no outlier).
 
     Returns

@@ -23,7 +23,7 @@ from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
-from .calibration import calibrate_on_validation, local_density, outlier_reach, outlier_sources, seed_reach
+from .calibration import calibrate_on_validation, in_class_reach, left_out_reach, local_density, validation_sources
 from .graph import fit_graph
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NeighbourhoodPredictor
@@ -548,10 +548,11 @@ class FastProp(TransductiveEstimator):
         self.confidence_calibration_ = None
         if validation is not None and self.calibrate_confidence:
             # before the threshold: the validation rule's smoothing then works on the probability scale
-            sources = outlier_sources(validation, context.rng)
+            in_class_sources, outlier_sources = validation_sources(validation, context.rng)
             final, self.confidence_calibration_ = calibrate_on_validation(
-                final, predicted, unlabeled, validation, seed_reach(context.walk, labeled),
-                local_density(graph, self.n_neighbors), outlier_reach(context.walk, sources) if sources.size else None)
+                final, predicted, unlabeled, validation, in_class_reach(context.walk, labeled, in_class_sources),
+                local_density(graph, self.n_neighbors),
+                left_out_reach(context.walk, outlier_sources) if outlier_sources.size else None)
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
                                      self.validation_rule, probabilities=blended, share=self._given_share(validation))
         timings["provisional"] = time.perf_counter() - clock

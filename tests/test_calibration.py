@@ -14,20 +14,21 @@ from fastprop.adjacency import RandomWalk
 from fastprop.calibration import (
     CALIBRATION_L2,
     IN_CLASS_L2,
-    MAX_OUTLIER_SOURCES,
-    OUTLIER_BLOCK,
+    MAX_VALIDATION_SOURCES,
     RIGHT_L2,
+    SOURCE_BLOCK,
     calibrate_on_validation,
     calibrated,
     fit_calibration,
+    in_class_reach,
+    left_out_reach,
     log_odds,
     logistic_map_loss,
     local_density,
-    outlier_reach,
-    outlier_sources,
     ranking_with_graph_signals,
     seed_reach,
     standardised_log,
+    validation_sources,
 )
 from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task
 from fastprop.threshold import smoothed_threshold
@@ -134,10 +135,13 @@ def test_seed_reach_matches_scipy():
     assert_allclose(seed_reach(RandomWalk(graph), y >= 0), reference_reach(graph, y >= 0), rtol=1e-12, atol=0)
 
 
-def reference_outlier_reach(graph, sources):
-    """A source's reach from the other sources, every other sample's from all of them, by SciPy, one walk each."""
+def reference_left_out_reach(graph, sources, seeds=None):
+    """A source's reach from the others (and the seeds), every other sample's from all of them, by SciPy.
+
+    One walk a source: the reach from everyone known but it, read at it.
+    """
     n = graph.shape[0]
-    everyone = np.zeros(n, dtype=bool)
+    everyone = np.zeros(n, dtype=bool) if seeds is None else seeds.copy()
     everyone[sources] = True
     expected = reference_reach(graph, everyone)
     for source in sources:
@@ -147,28 +151,50 @@ def reference_outlier_reach(graph, sources):
     return expected
 
 
-@pytest.mark.parametrize("n_sources", [1, 5, OUTLIER_BLOCK + 3])
-def test_outlier_reach_leaves_each_source_s_own_walks_out(n_sources):
+@pytest.mark.parametrize("n_sources", [1, 5, SOURCE_BLOCK + 3])
+def test_left_out_reach_leaves_each_source_s_own_walks_out(n_sources):
     X, y, truth, _ = mixture()
     graph = build_knn_graph(X, 10, method="exact")
     sources = np.flatnonzero(truth < 0)[:n_sources]
-    reach = outlier_reach(RandomWalk(graph), sources)
-    assert_allclose(reach, reference_outlier_reach(graph, sources), rtol=1e-10, atol=1e-15)
+    reach = left_out_reach(RandomWalk(graph), sources)
+    assert_allclose(reach, reference_left_out_reach(graph, sources), rtol=1e-10, atol=1e-15)
     if n_sources == 1:
         assert reach[sources[0]] < 1e-15  # no other source to reach it from
     # The unseeded cluster the sources sit in is reached far more than the seeded ones.
     assert np.median(reach[truth < 0]) > 10 * np.median(reach[truth >= 0])
 
 
-def test_outlier_sources_are_the_validation_outliers_at_most_a_capped_random_few():
+@pytest.mark.parametrize("n_sources", [0, 1, SOURCE_BLOCK + 3])
+def test_in_class_reach_is_the_seeds_and_the_other_validation_samples_reach(n_sources):
+    X, y, truth, _ = mixture()
+    graph = build_knn_graph(X, 10, method="exact")
+    seeds = y >= 0
+    sources = np.flatnonzero((truth >= 0) & ~seeds)[::7][:n_sources]
+    reach = in_class_reach(RandomWalk(graph), seeds, sources)
+    assert_allclose(reach, reference_left_out_reach(graph, sources, seeds), rtol=1e-10, atol=1e-15)
+    if n_sources:
+        # A validation sample reads less than its own walks would give it, more than the seeds alone give it.
+        with_itself = reference_reach(graph, seeds | np.isin(np.arange(len(y)), sources))
+        alone = reference_reach(graph, seeds)
+        assert np.all(reach[sources] < with_itself[sources]) and np.all(reach[sources] >= alone[sources])
+
+
+def test_validation_sources_are_each_kind_at_most_a_capped_random_few():
     indices = np.arange(10, 410)
     truth = np.where(indices % 3 == 0, -1, 1)
     few = (indices[:60], truth[:60])
-    assert_array_equal(outlier_sources(few, np.random.default_rng(0)), few[0][few[1] < 0])
-    chosen = outlier_sources((indices, truth), np.random.default_rng(0))
-    assert chosen.size == MAX_OUTLIER_SOURCES < np.sum(truth < 0)
-    assert np.all(np.diff(chosen) > 0) and np.all(np.isin(chosen, indices[truth < 0]))
-    assert_array_equal(chosen, outlier_sources((indices, truth), np.random.default_rng(0)))
+    in_class, outliers = validation_sources(few, np.random.default_rng(0))
+    assert_array_equal(outliers, few[0][few[1] < 0])
+    assert_array_equal(in_class, few[0][few[1] >= 0])
+    in_class, outliers = validation_sources((indices, truth), np.random.default_rng(0))
+    for chosen, members in ((in_class, indices[truth >= 0]), (outliers, indices[truth < 0])):
+        assert chosen.size == MAX_VALIDATION_SOURCES < members.size
+        assert np.all(np.diff(chosen) > 0) and np.all(np.isin(chosen, members))
+    again = validation_sources((indices, truth), np.random.default_rng(0))
+    assert_array_equal(again[0], in_class) and assert_array_equal(again[1], outliers)
+    # The outliers are drawn first: their choice does not depend on how many in-class samples there are.
+    more_in_class = (np.append(indices, np.arange(500, 700)), np.append(truth, np.ones(200, dtype=int)))
+    assert_array_equal(validation_sources(more_in_class, np.random.default_rng(0))[1], outliers)
 
 
 def reference_density(graph, k):
@@ -326,8 +352,10 @@ def test_with_a_validation_set_the_confidence_is_re_ranked_with_graph_signals_ca
     # The reference: reach by SciPy, density row by row, the logistic fits by a general minimiser.
     assert np.any(truth[validation] < 0)  # so the known outliers' reach is the third signal
     signals = []
-    for values in (reference_reach(model.graph_, y >= 0), reference_density(model.graph_, 10),
-                   reference_outlier_reach(model.graph_, validation[truth[validation] < 0])):
+    in_class_validation = validation[truth[validation] >= 0]
+    for values in (reference_left_out_reach(model.graph_, in_class_validation, y >= 0),
+                   reference_density(model.graph_, 10),
+                   reference_left_out_reach(model.graph_, validation[truth[validation] < 0])):
         logged = np.log(np.maximum(values, values[unlabeled][values[unlabeled] > 0].min()))
         signals.append((logged - logged[unlabeled].mean()) / logged[unlabeled].std())
     design = np.column_stack([log_odds(raw.confidence_), *signals, np.ones(len(y))])
@@ -374,16 +402,17 @@ def test_on_banking77_the_calibrated_confidence_is_far_closer_to_the_share_of_ri
     after = calibration_error(model.confidence_[evaluation], correct)
     assert before > 0.1 and after < 0.5 * before
     scores = [evaluate(task, fit.label_distributions_, fit.confidence_) for fit in (raw, model)]
-    # Reach and density both tell the right labels and, more, the outliers here (weights 0.15 and 0.22 in the
-    # "right" fit, 0.27 and 0.40 in the "in-class" one), and the validation outliers' own reach the wrong labels
-    # (-0.32; -0.07 in the "in-class" fit): the outlier AUROC 0.846 -> 0.871 and the accuracy 0.754 -> 0.773,
-    # the in-class labels unchanged.
-    for fit in ("right", "in_class"):
-        signal_weights = np.array(model.confidence_calibration_[fit][1:3])
-        assert np.all((signal_weights > 0.1) & (signal_weights < 0.5))
-    assert model.confidence_calibration_["right"][3] < -0.2
-    assert scores[1]["outlier_auroc"] > scores[0]["outlier_auroc"] + 0.01
-    assert scores[1]["accuracy"] > scores[0]["accuracy"] + 0.005
+    # Density tells the right labels, and density and the in-class reach (the seeds' and the validation set's
+    # in-class samples') the outliers (weights 0.05 and 0.21 in the "right" fit, 0.34 and 0.37 in the "in-class"
+    # one); the validation outliers' own reach tells the wrong labels (-0.33; -0.08 in the "in-class" fit). The
+    # outlier AUROC 0.846 -> 0.877, the in-class labels unchanged. The accuracy at the protocol's threshold,
+    # chosen on 60 validation samples, moves with it by a sample or two: 0.754 -> 0.736 on this task seed
+    # (this cell's mean over 5 task seeds rose, bench/RESULTS.md).
+    right, in_class = (np.array(model.confidence_calibration_[fit][1:4]) for fit in ("right", "in_class"))
+    assert 0.0 < right[0] < 0.15 and 0.1 < right[1] < 0.4 and right[2] < -0.2
+    assert np.all((in_class[:2] > 0.2) & (in_class[:2] < 0.5)) and in_class[2] < 0
+    assert scores[1]["outlier_auroc"] > scores[0]["outlier_auroc"] + 0.02
+    assert scores[1]["accuracy"] > scores[0]["accuracy"] - 0.03
     assert scores[1]["in_class_accuracy"] == scores[0]["in_class_accuracy"]
 
 
