@@ -261,8 +261,8 @@ class FastProp(TransductiveEstimator):
         log-odds and graph signals, the in-class reach (how much of a short
         walk from the sample ends on a seed or on one of the validation
         set's in-class samples, each of those left out of its own), the
-        local density (its mean
-        similarity to its ``n_neighbors`` most similar neighbours) and, when
+        local density (its mean similarity to its ``n_neighbors`` most
+        similar neighbours) and, when
         the validation set holds outliers, their reach (each left out of its
         own), whose weights the validation set sets under a ridge, then
         Platt scaling of their mean (below 1/2 exactly where an outlier is
