@@ -197,6 +197,20 @@ def test_validation_sources_are_each_kind_at_most_a_capped_random_few():
     assert_array_equal(validation_sources(more_in_class, np.random.default_rng(0))[1], outliers)
 
 
+def test_with_capped_sources_the_same_random_state_gives_the_same_fit_bit_for_bit(monkeypatch):
+    import fastprop.calibration
+
+    X, y, truth, validation = mixture()
+    known = (validation, truth[validation])
+    every_source = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=known)
+    monkeypatch.setattr(fastprop.calibration, "MAX_VALIDATION_SOURCES", 3)  # the mixture's set holds more of each
+    first, second = (FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=known) for _ in range(2))
+    for name in ("confidence_", "transduction_", "outlier_threshold_"):
+        assert_array_equal(getattr(first, name), getattr(second, name))
+    assert not np.array_equal(first.confidence_, every_source.confidence_)  # the draw took fewer sources
+    assert_array_equal(first.label_distributions_, every_source.label_distributions_)
+
+
 def reference_density(graph, k):
     """Each row's mean of its k largest weights (all of a shorter row, 0 for an empty one), row by row."""
     graph = sp.csr_matrix(graph)
