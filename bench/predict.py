@@ -2,11 +2,14 @@
 
     python bench/predict.py                       # both parts
     python bench/predict.py --part accuracy --seeds 0 1 2
+    python bench/predict.py --part accuracy --data Banking77 HWU64 --classes 50
     python bench/predict.py --part speed --n-fitted 100000 --n-new 20000
 
-**Accuracy** (Banking77 and HWU64, which carry their original train/test
-``split``): a task is drawn from the train split with the paper's protocol
-(``--classes`` classes, 1% seeds, ``--noise`` outliers among the unlabeled,
+**Accuracy** (``--data``: Banking77 and HWU64, which carry their original
+train/test ``split``, and MNIST, split 70 / 30 at random with seed 0, digits
+5-9 the outliers as in Table 1): a task is drawn from the train split with
+the paper's protocol (``--classes`` classes of a sentence set, 30 / 32 by
+default; MNIST's digits 0-4; 1% seeds, ``--noise`` outliers among the unlabeled,
 validation set for the threshold); the test split adds points of the same
 classes and, in the same ratio, outliers of the other classes. *Inductive*:
 fit on the train task, ``predict`` / ``predict_confidence`` the test points.
@@ -33,7 +36,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_npz, log, timed, write_tables  # noqa: E402
 
-SETS = {"Banking77": ("banking77_minilm.npz", 30), "HWU64": ("hwu64_minilm.npz", 32)}
+#: name: (file, classes a task draws, whether digits 5-9 are the outliers as in Table 1's MNIST)
+SETS = {"Banking77": ("banking77_minilm.npz", 30, False), "HWU64": ("hwu64_minilm.npz", 32, False),
+        "MNIST": ("mnist_test.npz", 5, True)}
+#: MNIST's file has no train/test split: this share of it, drawn with seed 0, is the train split.
+MNIST_TRAIN_SHARE = 0.7
+
+
+def train_test_split_of(arrays):
+    """The file's own ``split``, or a seeded random one (MNIST: :data:`MNIST_TRAIN_SHARE` train)."""
+    if "split" in arrays:
+        return arrays["split"]
+    train = np.random.default_rng(0).random(arrays["y"].size) < MNIST_TRAIN_SHARE
+    return np.where(train, "train", "test")
 
 
 def test_points(y, split, classes, noise, rng):
@@ -66,12 +81,17 @@ def accuracy_runs(args):
     from fastprop.evaluation.protocol import make_noisy_task
 
     rows = []
-    for name, (file_name, n_classes) in SETS.items():
+    for name in args.data:
+        file_name, n_classes, digit_outliers = SETS[name]
         arrays = load_npz(file_name)
         if arrays is None:
             log(f"{name}: {file_name} absent, skipped")
             continue
-        X, y, split = arrays["X"], arrays["y"], arrays["split"]
+        X, y, split = arrays["X"], arrays["y"], train_test_split_of(arrays)
+        if digit_outliers:
+            y = np.where(y >= 5, -1, y)
+        elif args.classes is not None:
+            n_classes = args.classes
         train = np.flatnonzero(split == "train")
         for noise in args.noise:
             runs = {"inductive": [], "transductive": []}
@@ -157,6 +177,8 @@ def main():
     parser.add_argument("--part", choices=["accuracy", "speed", "both"], default="both")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.3, 0.5])
+    parser.add_argument("--data", nargs="+", choices=list(SETS), default=list(SETS))
+    parser.add_argument("--classes", type=int, help="classes a sentence-set task draws (default 30 / 32)")
     parser.add_argument("--n-fitted", type=int, default=100_000)
     parser.add_argument("--n-new", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)

@@ -10,16 +10,16 @@ result:
 1. :func:`ranking_with_graph_signals`, twice:
    ``expit(a * logit(confidence) + b * z_reach + e * z_density [+ g *
    z_outliers] + d)``, ``z`` standardised logs of signals of the graph that
-   the confidence, judged sample by sample, does not see: the in-class
-   reach (:func:`in_class_reach`: how much of a short random walk from a
-   sample ends on a seed or on one of the validation set's in-class
-   samples, each of those left out of its own; a region none of them
-   reaches is an unseeded cluster more often than not), the local density
-   (:func:`local_density`: the mean similarity to the nearest neighbours; a
-   sample far from every other is an outlier more often than not) and, when
-   the validation set holds outliers, *their* reach (:func:`left_out_reach`,
-   each left out of its own: outliers come in clusters of classes nobody
-   seeded, and a known one marks its cluster), pulled towards ``(1, 0, ...,
+   the confidence, judged sample by sample, does not see
+   (:mod:`fastprop.graph_signals`): the in-class reach (how much of a short
+   random walk from a sample ends on a seed or on one of the validation
+   set's in-class samples, each of those left out of its own; a region none
+   of them reaches is an unseeded cluster more often than not), the local
+   density (the mean similarity to the nearest neighbours; a sample far from
+   every other is an outlier more often than not) and, when the validation
+   set holds outliers, *their* reach (each left out of its own: outliers
+   come in clusters of classes nobody seeded, and a known one marks its
+   cluster), pulled towards ``(1, 0, ...,
    0)`` by a ridge: the validation set says how much each adds on this
    task. One fit, ``r``, is of whether each validation sample's most
    probable class is its truth (an outlier's never is; ridge
@@ -31,6 +31,9 @@ result:
 2. :func:`fit_calibration`: Platt scaling of that mean to the probability of a
    right label, ``expit(slope * logit(p) + intercept)``, pulled towards the
    identity by :data:`CALIBRATION_L2`.
+
+What was fitted is kept as a :class:`ConfidenceMap`, which new points go
+through too, with their own graph signals (:mod:`fastprop.prediction`).
 
 Why two fits: where in-class accuracy is low (many classes, one or two seeds
 each) "right" is mostly about *which* known class, which the graph signals do
@@ -69,8 +72,6 @@ seeds, and on the held-out sets +0.63 (LSA), +0.29 (LSA, 50 intents), +0.09
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ._kernels.density import top_weight_means
-
 #: Ridge of ``(slope - 1, intercept)`` added to the validation samples' summed
 #: log-loss. Measured 0.01 / 0.1 / 1 / 2 / 3 / 10: mean calibration error over
 #: 44 cells 0.061 / 0.060 / 0.054 / 0.052 / 0.051 / 0.056 (0.5% seeds, ~27
@@ -85,16 +86,6 @@ MAX_STEPS = 100
 STEP_TOL = 1e-12
 #: Step halvings of one Newton step at most (the penalised loss is convex: a halving always helps).
 MAX_HALVINGS = 30
-#: The seeds' reach of a sample, ``sum_k REACH_DECAY^k (S^k 1_seeds)`` for ``k = 1..REACH_STEPS``
-#: (``S`` the fit's random walk): how much of a short walk from it ends on a seed.
-REACH_STEPS = 10
-REACH_DECAY = 0.9
-#: At most this many of the validation set's outliers, and as many of its in-class samples, are the sources
-#: of :func:`left_out_reach` (a random choice of each beyond): each costs a walk of its own, to leave its
-#: walks back to itself out.
-MAX_VALIDATION_SOURCES = 64
-#: Sources walked at once by :func:`left_out_reach` (an (n_samples, SOURCE_BLOCK) float64 level).
-SOURCE_BLOCK = 16
 #: Ridge of the "right" fit's ``(slope, signal weights, intercept)`` towards ``(1, 0, ..., 0)``
 #: (:func:`ranking_with_graph_signals`). Measured 2 / 5 / 10 with reach alone (bench/RESULTS.md): the
 #: weaker ones let the slope leave 1 where ~30-50 validation samples cannot tell, and reach, a poor
@@ -204,137 +195,41 @@ def calibrated(confidence, slope, intercept):
     return expit(slope * log_odds(confidence) + intercept)
 
 
-def seed_reach(walk, seeds):
-    """Every sample's reach from the seeds, ``sum_k REACH_DECAY^k (S^k 1_seeds)[i]``, k = 1..REACH_STEPS.
+class LogStandardisation:
+    """``(log(max(values, floor)) - mean) / spread``, with the three fitted over the unlabeled samples.
+
+    A value of 0 (a component no seed reaches, a vertex without edges) is
+    read as ``floor``, the smallest positive value of the unlabeled samples:
+    the least of all, without a ``log(0)`` whose size would squash everyone
+    else's spread in the standardisation. A signal that does not vary over
+    them standardises to 0 everywhere.
 
     Parameters
     ----------
-    walk : fastprop.adjacency.RandomWalk
-        ``S``, the fit's random walk ``D~^-1 (W + I)``.
-    seeds : ndarray of bool, shape (n_samples,)
-
-    Returns
-    -------
-    ndarray of shape (n_samples,)
-        In [0, REACH_DECAY / (1 - REACH_DECAY)].
+    floor, mean, spread : float
     """
-    walked = seeds.astype(np.float64)
-    reach = np.zeros(walked.size)
-    for step in range(1, REACH_STEPS + 1):
-        walked = walk.smooth(walked, None, 1)
-        reach += REACH_DECAY**step * walked
-    return reach
 
+    def __init__(self, floor, mean, spread):
+        self.floor, self.mean, self.spread = float(floor), float(mean), float(spread)
 
-def left_out_reach(walk, sources):
-    """Every sample's reach from the validation samples ``sources``, each source's from the *other* sources.
+    @classmethod
+    def fitted(cls, values, unlabeled):
+        """The standardisation of ``log(values)`` over the ``unlabeled`` samples."""
+        of_unlabeled = values[unlabeled]
+        positive = of_unlabeled[of_unlabeled > 0]
+        floor = positive.min() if positive.size else 1.0
+        logged = np.log(np.maximum(of_unlabeled, floor))
+        return cls(floor, logged.mean(), logged.std())
 
-    ``sum_k REACH_DECAY^k (S^k 1_sources)[i]`` as :func:`seed_reach` takes
-    it, minus, for a source ``i``, its own walks back to itself
-    ``sum_k REACH_DECAY^k (S^k)_ii``: a validation sample then reads what a
-    sample the validation set did not hold would read, and a ranking fit on
-    the validation set learns what the signal is worth on the others. From
-    the validation set's outliers: they come in clusters of classes nobody
-    seeded, and a sample they reach is likelier one of them. From its
-    in-class samples: :func:`in_class_reach`.
-
-    Parameters
-    ----------
-    walk : fastprop.adjacency.RandomWalk
-        ``S``, the fit's random walk.
-    sources : ndarray of int
-        Distinct samples.
-
-    Returns
-    -------
-    ndarray of shape (n_samples,)
-        In [0, REACH_DECAY / (1 - REACH_DECAY)].
-    """
-    sources = np.asarray(sources, dtype=np.int64)
-    n_samples = walk.graph.shape[0]
-    reach = np.zeros(n_samples)
-    own = np.zeros(sources.size)
-    # The sources' walks column by column, a block at a time: their sum is the reach, their diagonal the own part.
-    for begin in range(0, sources.size, SOURCE_BLOCK):
-        block = sources[begin : begin + SOURCE_BLOCK]
-        columns = np.arange(block.size)
-        walked = np.zeros((n_samples, block.size))
-        walked[block, columns] = 1.0
-        for step in range(1, REACH_STEPS + 1):
-            walked = walk.smooth(walked, None, 1)
-            reach += REACH_DECAY**step * walked.sum(axis=1)
-            own[begin : begin + block.size] += REACH_DECAY**step * walked[block, columns]
-    reach[sources] -= own
-    return np.maximum(reach, 0.0)  # rounding only: each source's own part is one of the terms of its sum
-
-
-def in_class_reach(walk, seeds, sources):
-    """Every sample's reach from the known in-class samples: the seeds and the validation set's ``sources``.
-
-    :func:`seed_reach` plus :func:`left_out_reach` from ``sources`` (each
-    validation sample's own walks back to itself left out; validation
-    samples are unlabeled, so none is a seed too). With 0.5-1% seeds a class
-    has one to a few seeds, and the validation set holds about as many
-    in-class samples again: a part of a seeded class that its seeds alone
-    barely reach is told from an unseeded cluster more often
-    (bench/RESULTS.md).
-
-    Parameters
-    ----------
-    walk : fastprop.adjacency.RandomWalk
-        ``S``, the fit's random walk.
-    seeds : ndarray of bool, shape (n_samples,)
-    sources : ndarray of int
-        The validation set's in-class samples walked from (:func:`validation_sources`).
-
-    Returns
-    -------
-    ndarray of shape (n_samples,)
-    """
-    reach = seed_reach(walk, seeds)
-    if sources.size:
-        reach += left_out_reach(walk, sources)
-    return reach
-
-
-def local_density(graph, n_neighbors):
-    """Every sample's mean affinity to its ``n_neighbors`` most similar graph neighbours.
-
-    On the cosine kNN graph, the mean cosine similarity to its own nearest
-    neighbours (the symmetrised graph's other edges are weaker): low where
-    samples lie apart from the rest, the classic kNN outlier score.
-
-    Parameters
-    ----------
-    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        Non-negative weights (the output of ``check_graph``).
-    n_neighbors : int
-        How many of each row's largest weights (all of them in a shorter row; 0 in an empty one).
-
-    Returns
-    -------
-    ndarray of shape (n_samples,)
-    """
-    density = np.empty(graph.shape[0])
-    top_weight_means(graph.indptr, graph.data, int(n_neighbors), density)
-    return density
+    def __call__(self, values):
+        if not self.spread > 0:
+            return np.zeros(np.shape(values))
+        return (np.log(np.maximum(values, self.floor)) - self.mean) / self.spread
 
 
 def standardised_log(values, unlabeled):
-    """``log(values)`` standardised over the ``unlabeled`` samples (0 everywhere when it does not vary).
-
-    A value of 0 (a component no seed reaches, a vertex without edges) is
-    read as the smallest positive value of the unlabeled samples: the least
-    of all, without a ``log(0)`` whose size would squash everyone else's
-    spread in the standardisation.
-    """
-    of_unlabeled = values[unlabeled]
-    positive = of_unlabeled[of_unlabeled > 0]
-    logged = np.log(np.maximum(values, positive.min() if positive.size else 1.0))
-    spread = logged[unlabeled].std()
-    if not spread > 0:
-        return np.zeros_like(logged)
-    return (logged - logged[unlabeled].mean()) / spread
+    """``log(values)`` standardised over the ``unlabeled`` samples (:class:`LogStandardisation`)."""
+    return LogStandardisation.fitted(values, unlabeled)(values)
 
 
 def ranking_with_graph_signals(confidence, signals, indices, target, ridge):
@@ -378,29 +273,47 @@ def ranked(odds, signals, params):
     return expit(params[0] * odds + signals @ params[1:-1] + params[-1])
 
 
-def validation_sources(validation, rng):
-    """The validation samples :func:`left_out_reach` walks from: its in-class samples, and its outliers.
+class ConfidenceMap:
+    """The calibration :func:`calibrate_on_validation` fitted, for any sample: new points too.
 
-    All of each kind, or :data:`MAX_VALIDATION_SOURCES` drawn by ``rng``
-    (sorted) when there are more, the outliers first; the others read their
-    reach from these as any sample does. The outliers given to ``fit`` as
-    ``outliers`` are not sources: they seed provisional classes of their
-    own already, and as sources they were not measured.
+    ``calibrated(mean over fits of ranked(logit(c), standardised signals),
+    *calibration)``.
 
-    Returns
-    -------
-    in_class, outliers : ndarray of int
+    Parameters
+    ----------
+    standardisations : list of LogStandardisation
+        One a signal, in the fits' order.
+    fits : list of ndarray
+        The ``(slope, weights..., intercept)`` of each ranking fit ("right", then "in-class" when made).
+    calibration : (slope, intercept)
+        The Platt map of their mean.
     """
-    indices, truth = validation
-    indices = np.asarray(indices, dtype=np.int64)
-    in_class = np.asarray(truth) >= 0
-    chosen = []
-    for members in (indices[~in_class], indices[in_class]):
-        if members.size > MAX_VALIDATION_SOURCES:
-            members = np.sort(rng.choice(members, size=MAX_VALIDATION_SOURCES, replace=False))
-        chosen.append(members)
-    outliers, in_class_sources = chosen
-    return in_class_sources, outliers
+
+    def __init__(self, standardisations, fits, calibration):
+        self.standardisations = list(standardisations)
+        self.fits = [np.asarray(fit, dtype=np.float64) for fit in fits]
+        self.calibration = calibration
+
+    def __call__(self, confidence, signal_values):
+        """The calibrated confidence of samples of ``confidence`` whose raw signals are ``signal_values``.
+
+        Parameters
+        ----------
+        confidence : ndarray of shape (n,)
+            The method's confidence (before calibration).
+        signal_values : sequence of ndarray of shape (n,)
+            Each signal's value (before standardisation), in the fits' order.
+        """
+        signals = np.column_stack([standardise(values)
+                                   for standardise, values in zip(self.standardisations, signal_values)])
+        odds = log_odds(confidence)
+        return calibrated(np.mean([ranked(odds, signals, fit) for fit in self.fits], axis=0), *self.calibration)
+
+    def description(self):
+        """``{"right": params, "in_class": params or None, "calibration": (slope, intercept)}``, in floats."""
+        described = [tuple(float(value) for value in fit) for fit in self.fits]
+        return {"right": described[0], "in_class": described[1] if len(described) > 1 else None,
+                "calibration": self.calibration}
 
 
 def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach, density, from_outliers=None):
@@ -431,27 +344,30 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach,
     validation : (indices, encoded truth)
         Truth is a class index, or -1 for an outlier.
     reach : ndarray of shape (n_samples,)
-        :func:`in_class_reach`.
+        :func:`fastprop.graph_signals.in_class_reach`.
     density : ndarray of shape (n_samples,)
-        :func:`local_density`.
+        :func:`fastprop.graph_signals.local_density`.
     from_outliers : ndarray of shape (n_samples,) or None, default=None
-        :func:`left_out_reach` from the validation set's outliers: a third
-        signal of both fits when given (None when the set holds no outlier).
+        :func:`fastprop.graph_signals.left_out_reach` from the validation set's
+        outliers: a third signal of both fits when given (None when the set
+        holds no outlier).
 
     Returns
     -------
     confidence : ndarray of shape (n_samples,)
-    calibration : dict or None
-        ``{"right": (slope, reach weight, density weight[, known outliers'
-        reach weight], intercept), "in_class": the same or None when skipped,
-        "calibration": (slope, intercept)}``; None, and nothing changed, when
-        a fit finds no increasing map of the confidence.
+    confidence_map : ConfidenceMap or None
+        What was fitted (its ``description()``: ``{"right": (slope, reach
+        weight, density weight[, known outliers' reach weight], intercept),
+        "in_class": the same or None when skipped, "calibration": (slope,
+        intercept)}``); None, and nothing changed, when a fit finds no
+        increasing map of the confidence.
     """
     indices, truth = validation
     correct = predicted[indices] == truth
     in_class = truth >= 0
     measured = [reach, density] if from_outliers is None else [reach, density, from_outliers]
-    signals = np.column_stack([standardised_log(values, unlabeled) for values in measured])
+    standardisations = [LogStandardisation.fitted(values, unlabeled) for values in measured]
+    signals = np.column_stack([standardise(values) for standardise, values in zip(standardisations, measured)])
     fits = [ranking_with_graph_signals(confidence, signals, indices, correct, RIGHT_L2)]
     if in_class.any() and not in_class.all():
         fits.append(ranking_with_graph_signals(confidence, signals, indices, in_class, IN_CLASS_L2))
@@ -463,6 +379,4 @@ def calibrate_on_validation(confidence, predicted, unlabeled, validation, reach,
     if calibration is None:
         return confidence, None
     confidence[unlabeled] = calibrated(score[unlabeled], *calibration)
-    described = [tuple(float(value) for value in fit) for fit in fits]
-    return confidence, {"right": described[0], "in_class": described[1] if len(described) > 1 else None,
-                        "calibration": calibration}
+    return confidence, ConfidenceMap(standardisations, fits, calibration)

@@ -23,10 +23,12 @@ from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state
 from .adjacency import RandomWalk
-from .calibration import calibrate_on_validation, in_class_reach, left_out_reach, local_density, validation_sources
+from .calibration import calibrate_on_validation
 from .graph import fit_graph
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
-from .prediction import NeighbourhoodPredictor
+from .graph_signals import (in_class_reach, left_out_reach, local_density, onward_reach,
+                            validation_sources)
+from .prediction import NeighbourhoodPredictor, NewPointCalibration
 from .propagation import FitContext, propagation_pass
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
@@ -368,9 +370,12 @@ class FastProp(TransductiveEstimator):
         local predictor, its logits smoothed ``0 .. depth - 1`` steps
         (``predictor_depth`` float32 (n_samples, n_classes) arrays; with a
         GCN or GAT local predictor, each layer's inputs at every sample),
-        the fitted confidence and classes; above 30,000 samples, also the
-        hnswlib index it builds on first use. Not the graph: ``graph_`` may
-        be deleted to save memory. ``predictor_.nbytes`` gives its size.
+        the fitted confidence and classes; with a calibrated confidence, the
+        calibration and what a walk collects from each fitted sample on
+        (one or two float64 (n_samples,) arrays: new points' reaches); above
+        30,000 samples, also the hnswlib index it builds on first use. Not
+        the graph: ``graph_`` may be deleted to save memory.
+        ``predictor_.nbytes`` gives its size.
 
     Notes
     -----
@@ -549,14 +554,13 @@ class FastProp(TransductiveEstimator):
         notify("provisional")
         final, blended, self.n_provisional_classes_ = self._provisional_step(
             context, found, final, predicted, identifying, unlabeled, validation)
-        self.confidence_calibration_ = None
+        self.confidence_calibration_ = new_points = method_confidence = None
         if validation is not None and self.calibrate_confidence:
             # before the threshold: the validation rule's smoothing then works on the probability scale
-            in_class_sources, outlier_sources = validation_sources(validation, context.rng)
-            final, self.confidence_calibration_ = calibrate_on_validation(
-                final, predicted, unlabeled, validation, in_class_reach(context.walk, labeled, in_class_sources),
-                local_density(graph, self.n_neighbors),
-                left_out_reach(context.walk, outlier_sources) if outlier_sources.size else None)
+            method_confidence = final.copy()
+            final, new_points = self._calibrate(context, final, predicted, unlabeled, validation)
+            if new_points is not None:
+                self.confidence_calibration_ = new_points.confidence_map.description()
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
                                      self.validation_rule, probabilities=blended, share=self._given_share(validation))
         timings["provisional"] = time.perf_counter() - clock
@@ -586,6 +590,7 @@ class FastProp(TransductiveEstimator):
             features, context.row_scale, found.make_scorer(), n_neighbors=self.n_neighbors, confidence=final,
             fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
+            calibration=new_points, method_confidence=method_confidence,
         )
         notify("done")
         return self
@@ -697,6 +702,28 @@ class FastProp(TransductiveEstimator):
         features = check_features(X, rescale_rows=True)
         self._check_n_features(features)
         return self.predictor_.predict(features)
+
+    def _calibrate(self, context, final, predicted, unlabeled, validation):
+        """The final confidence calibrated on the validation set with the graph signals, and the same for new points.
+
+        Returns
+        -------
+        final : ndarray of shape (n_samples,)
+            Calibrated in place (unchanged when no increasing map fits).
+        new_points : fastprop.prediction.NewPointCalibration or None
+            None when nothing was calibrated.
+        """
+        seeds = context.seed_class >= 0
+        in_class_sources, outlier_sources = validation_sources(validation, context.rng)
+        final, confidence_map = calibrate_on_validation(
+            final, predicted, unlabeled, validation, in_class_reach(context.walk, seeds, in_class_sources),
+            local_density(context.graph, self.n_neighbors),
+            left_out_reach(context.walk, outlier_sources) if outlier_sources.size else None)
+        if confidence_map is None:
+            return final, None
+        in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
+        outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
+        return final, NewPointCalibration(confidence_map, in_class_onward, outlier_onward)
 
     def _provisional_step(self, context, found, first, predicted, identifying, unlabeled, validation):
         """The final confidence after the provisional classes.

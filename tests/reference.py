@@ -3,6 +3,7 @@
 from collections import deque
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def slow_bfs_patch(dense, start, confidence, min_gain, max_size):
@@ -114,3 +115,52 @@ def many_small_clusters(n_classes, per_class, n_features, seed=0):
     y = np.full(truth.size, -1)
     y[::per_class] = truth[::per_class]
     return X.astype(np.float32), y, truth
+
+
+def two_seeded_clusters_and_an_unseeded_one(seed=0, n_per=80):
+    """Two seeded clusters, one unseeded cluster of outliers, and a validation set of 40 unlabeled samples."""
+    rng = np.random.default_rng(seed)
+    centres = np.eye(8)[:3] * 3
+    X = np.vstack([c + rng.normal(size=(n_per, 8)) for c in centres]).astype(np.float32)
+    truth = np.repeat([0, 1, -1], n_per)
+    y = np.full(len(X), -1)
+    y[[0, 1, n_per, n_per + 1]] = [0, 0, 1, 1]
+    validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=40, replace=False))
+    return X, y, truth, validation
+
+
+def reference_reach(graph, seeds):
+    """The seeds' reach by SciPy: sum_k 0.9^k S^k 1_seeds, k = 1..10, S = D~^-1 (W + I)."""
+    closed = sp.csr_matrix(graph, dtype=np.float64) + sp.identity(graph.shape[0])
+    walk = sp.diags(1 / np.asarray(closed.sum(axis=1)).ravel()) @ closed
+    walked, reach = seeds.astype(np.float64), np.zeros(graph.shape[0])
+    for step in range(1, 11):
+        walked = walk @ walked
+        reach += 0.9**step * walked
+    return reach
+
+
+def reference_left_out_reach(graph, sources, seeds=None):
+    """A source's reach from the others (and the seeds), every other sample's from all of them, by SciPy.
+
+    One walk a source: the reach from everyone known but it, read at it.
+    """
+    n = graph.shape[0]
+    everyone = np.zeros(n, dtype=bool) if seeds is None else seeds.copy()
+    everyone[sources] = True
+    expected = reference_reach(graph, everyone)
+    for source in sources:
+        others = everyone.copy()
+        others[source] = False
+        expected[source] = reference_reach(graph, others)[source]
+    return expected
+
+
+def reference_density(graph, k):
+    """Each row's mean of its k largest weights (all of a shorter row, 0 for an empty one), row by row."""
+    graph = sp.csr_matrix(graph)
+    means = np.zeros(graph.shape[0])
+    for row in range(graph.shape[0]):
+        weights = np.sort(graph.data[graph.indptr[row]:graph.indptr[row + 1]].astype(np.float64))[::-1][:k]
+        means[row] = weights.mean() if weights.size else 0.0
+    return means

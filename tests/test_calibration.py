@@ -10,29 +10,22 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit
 
 from fastprop import FastProp, build_knn_graph
-from fastprop.adjacency import RandomWalk
 from fastprop.calibration import (
     CALIBRATION_L2,
     IN_CLASS_L2,
-    MAX_VALIDATION_SOURCES,
     RIGHT_L2,
-    SOURCE_BLOCK,
     calibrate_on_validation,
     calibrated,
     fit_calibration,
-    in_class_reach,
-    left_out_reach,
     log_odds,
     logistic_map_loss,
-    local_density,
     ranking_with_graph_signals,
-    seed_reach,
     standardised_log,
-    validation_sources,
 )
 from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task
 from fastprop.threshold import smoothed_threshold
-from threads import run_on_threads
+from reference import reference_density, reference_left_out_reach, reference_reach
+from reference import two_seeded_clusters_and_an_unseeded_one as mixture
 
 BANKING77 = Path(__file__).resolve().parents[2] / "shared" / "data" / "banking77_minilm.npz"
 
@@ -106,144 +99,18 @@ def test_the_map_is_increasing_and_a_probability():
     assert mapped[500] == pytest.approx(expit(0.6 * log_odds(confidence[500]) - 0.4))
 
 
-def mixture(seed=0, n_per=80):
-    """Two seeded clusters, one unseeded cluster of outliers, and a validation set of 40 unlabeled samples."""
-    rng = np.random.default_rng(seed)
-    centres = np.eye(8)[:3] * 3
-    X = np.vstack([c + rng.normal(size=(n_per, 8)) for c in centres]).astype(np.float32)
-    truth = np.repeat([0, 1, -1], n_per)
-    y = np.full(len(X), -1)
-    y[[0, 1, n_per, n_per + 1]] = [0, 0, 1, 1]
-    validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=40, replace=False))
-    return X, y, truth, validation
-
-
-def reference_reach(graph, seeds):
-    """The seeds' reach by SciPy: sum_k 0.9^k S^k 1_seeds, k = 1..10, S = D~^-1 (W + I)."""
-    closed = sp.csr_matrix(graph, dtype=np.float64) + sp.identity(graph.shape[0])
-    walk = sp.diags(1 / np.asarray(closed.sum(axis=1)).ravel()) @ closed
-    walked, reach = seeds.astype(np.float64), np.zeros(graph.shape[0])
-    for step in range(1, 11):
-        walked = walk @ walked
-        reach += 0.9**step * walked
-    return reach
-
-
-def test_seed_reach_matches_scipy():
-    X, y, _, _ = mixture()
-    graph = build_knn_graph(X, 10, method="exact")
-    assert_allclose(seed_reach(RandomWalk(graph), y >= 0), reference_reach(graph, y >= 0), rtol=1e-12, atol=0)
-
-
-def reference_left_out_reach(graph, sources, seeds=None):
-    """A source's reach from the others (and the seeds), every other sample's from all of them, by SciPy.
-
-    One walk a source: the reach from everyone known but it, read at it.
-    """
-    n = graph.shape[0]
-    everyone = np.zeros(n, dtype=bool) if seeds is None else seeds.copy()
-    everyone[sources] = True
-    expected = reference_reach(graph, everyone)
-    for source in sources:
-        others = everyone.copy()
-        others[source] = False
-        expected[source] = reference_reach(graph, others)[source]
-    return expected
-
-
-@pytest.mark.parametrize("n_sources", [1, 5, SOURCE_BLOCK + 3])
-def test_left_out_reach_leaves_each_source_s_own_walks_out(n_sources):
-    X, y, truth, _ = mixture()
-    graph = build_knn_graph(X, 10, method="exact")
-    sources = np.flatnonzero(truth < 0)[:n_sources]
-    reach = left_out_reach(RandomWalk(graph), sources)
-    assert_allclose(reach, reference_left_out_reach(graph, sources), rtol=1e-10, atol=1e-15)
-    if n_sources == 1:
-        assert reach[sources[0]] < 1e-15  # no other source to reach it from
-    # The unseeded cluster the sources sit in is reached far more than the seeded ones.
-    assert np.median(reach[truth < 0]) > 10 * np.median(reach[truth >= 0])
-
-
-@pytest.mark.parametrize("n_sources", [0, 1, SOURCE_BLOCK + 3])
-def test_in_class_reach_is_the_seeds_and_the_other_validation_samples_reach(n_sources):
-    X, y, truth, _ = mixture()
-    graph = build_knn_graph(X, 10, method="exact")
-    seeds = y >= 0
-    sources = np.flatnonzero((truth >= 0) & ~seeds)[::7][:n_sources]
-    reach = in_class_reach(RandomWalk(graph), seeds, sources)
-    assert_allclose(reach, reference_left_out_reach(graph, sources, seeds), rtol=1e-10, atol=1e-15)
-    if n_sources:
-        # A validation sample reads less than its own walks would give it, more than the seeds alone give it.
-        with_itself = reference_reach(graph, seeds | np.isin(np.arange(len(y)), sources))
-        alone = reference_reach(graph, seeds)
-        assert np.all(reach[sources] < with_itself[sources]) and np.all(reach[sources] >= alone[sources])
-
-
-def test_validation_sources_are_each_kind_at_most_a_capped_random_few():
-    indices = np.arange(10, 410)
-    truth = np.where(indices % 3 == 0, -1, 1)
-    few = (indices[:60], truth[:60])
-    in_class, outliers = validation_sources(few, np.random.default_rng(0))
-    assert_array_equal(outliers, few[0][few[1] < 0])
-    assert_array_equal(in_class, few[0][few[1] >= 0])
-    in_class, outliers = validation_sources((indices, truth), np.random.default_rng(0))
-    for chosen, members in ((in_class, indices[truth >= 0]), (outliers, indices[truth < 0])):
-        assert chosen.size == MAX_VALIDATION_SOURCES < members.size
-        assert np.all(np.diff(chosen) > 0) and np.all(np.isin(chosen, members))
-    again = validation_sources((indices, truth), np.random.default_rng(0))
-    assert_array_equal(again[0], in_class) and assert_array_equal(again[1], outliers)
-    # The outliers are drawn first: their choice does not depend on how many in-class samples there are.
-    more_in_class = (np.append(indices, np.arange(500, 700)), np.append(truth, np.ones(200, dtype=int)))
-    assert_array_equal(validation_sources(more_in_class, np.random.default_rng(0))[1], outliers)
-
-
 def test_with_capped_sources_the_same_random_state_gives_the_same_fit_bit_for_bit(monkeypatch):
-    import fastprop.calibration
+    import fastprop.graph_signals
 
     X, y, truth, validation = mixture()
     known = (validation, truth[validation])
     every_source = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=known)
-    monkeypatch.setattr(fastprop.calibration, "MAX_VALIDATION_SOURCES", 3)  # the mixture's set holds more of each
+    monkeypatch.setattr(fastprop.graph_signals, "MAX_VALIDATION_SOURCES", 3)  # the mixture's set holds more of each
     first, second = (FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=known) for _ in range(2))
     for name in ("confidence_", "transduction_", "outlier_threshold_"):
         assert_array_equal(getattr(first, name), getattr(second, name))
     assert not np.array_equal(first.confidence_, every_source.confidence_)  # the draw took fewer sources
     assert_array_equal(first.label_distributions_, every_source.label_distributions_)
-
-
-def reference_density(graph, k):
-    """Each row's mean of its k largest weights (all of a shorter row, 0 for an empty one), row by row."""
-    graph = sp.csr_matrix(graph)
-    means = np.zeros(graph.shape[0])
-    for row in range(graph.shape[0]):
-        weights = np.sort(graph.data[graph.indptr[row]:graph.indptr[row + 1]].astype(np.float64))[::-1][:k]
-        means[row] = weights.mean() if weights.size else 0.0
-    return means
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_local_density_matches_a_row_by_row_reference(dtype):
-    rng = np.random.default_rng(5)
-    graph = sp.random(300, 300, density=0.05, random_state=rng, format="csr", dtype=dtype)
-    graph = sp.csr_matrix(graph.multiply(graph > 0.1))  # rows of 6-20 edges
-    graph = sp.csr_matrix(sp.diags((np.arange(300) >= 3).astype(dtype)) @ graph)  # and three empty ones
-    graph.eliminate_zeros()
-    lengths = np.diff(graph.indptr)
-    assert lengths.min() == 0 and (lengths < 8).any() and (lengths > 8).any()
-    expected = reference_density(graph, 8)
-    assert_allclose(local_density(graph, 8), expected, rtol=1e-12, atol=0)
-    # Its rows are independent: the result does not depend on the number of threads.
-    assert_array_equal(run_on_threads(1, lambda: local_density(graph, 8)), local_density(graph, 8))
-
-
-def test_local_density_on_a_knn_graph_is_the_mean_similarity_to_the_own_neighbours():
-    X, _, _, _ = mixture()
-    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
-    similarity = unit @ unit.T
-    np.fill_diagonal(similarity, -np.inf)
-    own = np.sort(similarity, axis=1)[:, -10:]
-    graph = build_knn_graph(X, 10, method="exact")
-    assert_allclose(local_density(graph, 10), np.clip(own, 0, None).mean(axis=1), rtol=1e-6, atol=1e-7)
 
 
 def test_standardised_log_is_standardised_over_the_unlabeled_and_zero_when_flat():
@@ -318,8 +185,9 @@ def test_the_right_and_in_class_fits_are_averaged_and_the_mean_mapped_to_right_l
     n = confidence.size
     validation, unlabeled = np.arange(0, n, 2), np.arange(n)
     reach, density = np.exp(signals[:, 0]), np.exp(signals[:, 1])
-    result, calibration = calibrate_on_validation(confidence.copy(), predicted, unlabeled,
-                                                  (validation, truth[validation]), reach, density)
+    result, confidence_map = calibrate_on_validation(confidence.copy(), predicted, unlabeled,
+                                                     (validation, truth[validation]), reach, density)
+    calibration = confidence_map.description()
     # The reference: the standardised logs by NumPy, the fits by a general minimiser.
     z = np.column_stack([(np.log(v) - np.log(v).mean()) / np.log(v).std() for v in (reach, density)])
     design = np.column_stack([log_odds(confidence), z, np.ones(n)])
@@ -333,6 +201,9 @@ def test_the_right_and_in_class_fits_are_averaged_and_the_mean_mapped_to_right_l
     assert calibration["in_class"][1] > 0.5 and abs(calibration["in_class"][2]) < 0.3
     assert calibration["right"][1] < calibration["in_class"][1] - 0.2
     assert calibration["right"][0] > calibration["in_class"][0] + 0.2
+    # The fitted map, for any sample (new points use it): the same numbers, bit for bit, in any order.
+    order = np.random.default_rng(0).permutation(n)
+    assert_array_equal(confidence_map(confidence[order], [reach[order], density[order]]), result[order])
 
 
 def test_with_no_outlier_in_the_validation_set_only_the_right_fit_ranks():
@@ -340,8 +211,9 @@ def test_with_no_outlier_in_the_validation_set_only_the_right_fit_ranks():
     truth = np.where(truth < 0, 1, truth)  # every validation sample in-class
     validation, unlabeled = np.arange(0, confidence.size, 2), np.arange(confidence.size)
     reach, density = np.exp(signals[:, 0]), np.exp(signals[:, 1])
-    result, calibration = calibrate_on_validation(confidence.copy(), predicted, unlabeled,
-                                                  (validation, truth[validation]), reach, density)
+    result, confidence_map = calibrate_on_validation(confidence.copy(), predicted, unlabeled,
+                                                     (validation, truth[validation]), reach, density)
+    calibration = confidence_map.description()
     z = np.column_stack([(np.log(v) - np.log(v).mean()) / np.log(v).std() for v in (reach, density)])
     design = np.column_stack([log_odds(confidence), z, np.ones(confidence.size)])
     right = truth[validation] == 0
@@ -430,22 +302,51 @@ def test_on_banking77_the_calibrated_confidence_is_far_closer_to_the_share_of_ri
     assert scores[1]["in_class_accuracy"] == scores[0]["in_class_accuracy"]
 
 
-def test_new_points_are_scored_on_the_calibrated_scale():
+def standardised_logs(fitted_values, values, unlabeled):
+    """``log(values)`` standardised with the unlabeled fitted samples' floor, mean and spread, by NumPy."""
+    floor = fitted_values[unlabeled][fitted_values[unlabeled] > 0].min()
+    logged = np.log(np.maximum(fitted_values[unlabeled], floor))
+    return (np.log(np.maximum(values, floor)) - logged.mean()) / logged.std()
+
+
+def test_new_points_are_calibrated_with_their_own_graph_signals():
     X, y, truth, validation = mixture(seed=2)
-    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=(validation, truth[validation]))
-    raw = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
-        X, y, validation=(validation, truth[validation]))
+    known = (validation, truth[validation])
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, validation=known)
+    raw = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(X, y, validation=known)
     unlabeled = y < 0
-    # New points' confidence is put on the fitted confidence's scale by its quantiles: the calibrated one's.
+    # A new point's agreement is put on the scale of the confidence before calibration ...
     levels = np.linspace(0, 1, model.predictor_.confidence_quantiles.size)
-    assert_allclose(model.predictor_.confidence_quantiles, np.quantile(model.confidence_[unlabeled], levels))
-    assert np.abs(model.predictor_.confidence_quantiles - raw.predictor_.confidence_quantiles).max() > 0.05
+    assert_allclose(model.predictor_.confidence_quantiles, np.quantile(raw.confidence_[unlabeled], levels))
     X_new, _, truth_new, _ = mixture(seed=3, n_per=30)
+    unit = X_new / np.linalg.norm(X_new, axis=1, keepdims=True)
+    indices, weights = model.predictor_.neighbours(unit)
+    predicted = model.predict_proba(X_new).argmax(axis=1)
+    fitted_class = model.label_distributions_.argmax(axis=1)
+    agreeing = np.sum(weights * model.confidence_[indices] * (fitted_class[indices] == predicted[:, None]), axis=1)
+    before = model.predictor_.on_confidence_scale(agreeing / weights.sum(axis=1))
+    # ... then calibrated with its reaches by SciPy (the walk with the new points added, no edge back into the
+    # fitted graph), its density, and the fitted samples' standardisation and fits.
+    n = len(X)
+    rows = sp.csr_matrix((weights.ravel(), indices.ravel(), np.arange(0, weights.size + 1, 10)), shape=(len(X_new), n))
+    augmented = sp.csr_matrix(sp.vstack([sp.hstack([model.graph_, sp.csr_matrix((n, len(X_new)))]),
+                                         sp.hstack([rows, sp.csr_matrix((len(X_new), len(X_new)))])]))
+    in_class_sources, outlier_sources = validation[truth[validation] >= 0], validation[truth[validation] < 0]
+    seeds = y >= 0
+    starts = [seeds | np.isin(np.arange(n), in_class_sources), np.isin(np.arange(n), outlier_sources)]
+    new_reach = [reference_reach(augmented, np.r_[start, np.zeros(len(X_new), dtype=bool)])[n:] for start in starts]
+    fitted = [reference_left_out_reach(model.graph_, in_class_sources, seeds), reference_density(model.graph_, 10),
+              reference_left_out_reach(model.graph_, outlier_sources)]
+    z = np.column_stack([standardised_logs(f, v, unlabeled)
+                         for f, v in zip(fitted, [new_reach[0], weights.mean(axis=1), new_reach[1]])])
+    fits = [np.array(model.confidence_calibration_[name]) for name in ("right", "in_class")]
+    score = np.mean([expit(fit[0] * log_odds(before) + z @ fit[1:-1] + fit[-1]) for fit in fits], axis=0)
+    slope, intercept = model.confidence_calibration_["calibration"]
+    expected = expit(slope * log_odds(score) + intercept)
     confidence = model.predict_confidence(X_new)
-    low, high = model.confidence_[unlabeled].min(), model.confidence_[unlabeled].max()
-    assert np.all((confidence >= low) & (confidence <= high))
-    # Nearly the same ranking; the threshold is chosen on the new scale, so points near it may fall otherwise.
-    assert np.mean(model.predict(X_new) == raw.predict(X_new)) >= 0.95
+    # The new points' reach is a walk's with the stays summed to infinity (fastprop.graph_signals).
+    assert_allclose(confidence, expected, rtol=0, atol=2e-3)
+    assert np.all(model.predictor_.nbytes > raw.predictor_.nbytes + 2 * 8 * n - 1)
     assert np.mean(model.predict(X_new) == truth_new) > 0.9
 
 
@@ -454,8 +355,8 @@ def test_a_confidence_ranking_the_wrong_way_leaves_the_fit_s_confidence_as_it_is
     indices = np.arange(500)
     assert ranking_with_graph_signals(confidence, np.zeros((500, 2)), indices, confidence < 0.5, RIGHT_L2) is None
     unlabeled = np.arange(500)
-    same, calibration = calibrate_on_validation(confidence.copy(), np.zeros(500, dtype=np.int64), unlabeled,
-                                                (indices, np.where(confidence < 0.5, 0, -1)), np.ones(500),
-                                                np.ones(500))
-    assert calibration is None
+    same, confidence_map = calibrate_on_validation(confidence.copy(), np.zeros(500, dtype=np.int64), unlabeled,
+                                                   (indices, np.where(confidence < 0.5, 0, -1)), np.ones(500),
+                                                   np.ones(500))
+    assert confidence_map is None
     assert_array_equal(same, confidence)
