@@ -249,7 +249,18 @@ def test_with_a_validation_set_the_confidence_is_re_ranked_with_graph_signals_ca
     assert_allclose(model.confidence_calibration_["right"], right_fit, rtol=0, atol=1e-6)
     assert_allclose(model.confidence_calibration_["in_class"], in_class_fit, rtol=0, atol=1e-6)
     assert_allclose(model.confidence_calibration_["calibration"], platt, rtol=0, atol=1e-6)
-    assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-6)
+    # New points' agreement reads the calibrated confidence (the seeds 1, the known outlier 0).
+    calibrated = np.where(unlabeled, expected, np.where(y >= 0, 1.0, 0.0))
+    assert_allclose(model.predictor_.confidence, calibrated, rtol=0, atol=1e-6)
+    # The final confidence: its mean with each sample rescored as a new point at its place is (its graph row's
+    # agreeing calibrated confidence, row by row, on the uncalibrated scale by the predictor's quantile map,
+    # then the same fits with its own signals).
+    dense = model.graph_.toarray()
+    agreeing = (dense * calibrated * (predicted[None, :] == predicted[:, None])).sum(axis=1) / dense.sum(axis=1)
+    design[:, 0] = log_odds(model.predictor_.on_confidence_scale(agreeing))
+    score = np.mean([expit(design @ fit) for fit in (right_fit, in_class_fit)], axis=0)
+    rescored = expit(platt[0] * log_odds(score) + platt[1])
+    assert_allclose(model.confidence_[unlabeled], 0.5 * (expected + rescored)[unlabeled], rtol=0, atol=1e-6)
     assert np.all(model.confidence_[y >= 0] == 1.0) and model.confidence_[known_outlier] == 0.0
     assert_array_equal(model.label_distributions_, raw.label_distributions_)
     # A sample the validation set's outliers reach is less likely in-class (their cluster is unseeded).
@@ -323,7 +334,8 @@ def test_new_points_are_calibrated_with_their_own_graph_signals():
     indices, weights = model.predictor_.neighbours(unit)
     predicted = model.predict_proba(X_new).argmax(axis=1)
     fitted_class = model.label_distributions_.argmax(axis=1)
-    agreeing = np.sum(weights * model.confidence_[indices] * (fitted_class[indices] == predicted[:, None]), axis=1)
+    calibrated = model.predictor_.confidence  # before the neighbourhood's share (the test above)
+    agreeing = np.sum(weights * calibrated[indices] * (fitted_class[indices] == predicted[:, None]), axis=1)
     before = model.predictor_.on_confidence_scale(agreeing / weights.sum(axis=1))
     # ... then calibrated with its reaches by SciPy (the walk with the new points added, no edge back into the
     # fitted graph), its density, and the fitted samples' standardisation and fits.
