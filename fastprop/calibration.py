@@ -227,11 +227,6 @@ class LogStandardisation:
         return (np.log(np.maximum(values, self.floor)) - self.mean) / self.spread
 
 
-def standardised_log(values, unlabeled):
-    """``log(values)`` standardised over the ``unlabeled`` samples (:class:`LogStandardisation`)."""
-    return LogStandardisation.fitted(values, unlabeled)(values)
-
-
 def ranking_with_graph_signals(confidence, signals, indices, target, ridge):
     """The validation set's logistic fit of ``target`` on the confidence's log-odds and graph signals.
 
@@ -244,7 +239,7 @@ def ranking_with_graph_signals(confidence, signals, indices, target, ridge):
     ----------
     confidence : ndarray of shape (n_samples,)
     signals : ndarray of shape (n_samples, n_signals)
-        Standardised (:func:`standardised_log`).
+        Standardised (:class:`LogStandardisation`).
     indices : ndarray of int
         The validation samples.
     target : ndarray of bool, shape (indices.size,)

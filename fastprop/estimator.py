@@ -729,7 +729,8 @@ class FastProp(TransductiveEstimator):
         """
         seeds = context.seed_class >= 0
         in_class_sources, outlier_sources = validation_sources(validation, context.rng)
-        signals = [in_class_reach(context.walk, seeds, in_class_sources), local_density(context.graph, self.n_neighbors)]
+        signals = [in_class_reach(context.walk, seeds, in_class_sources),
+                   local_density(context.graph, self.n_neighbors)]
         if outlier_sources.size:
             signals.append(left_out_reach(context.walk, outlier_sources))
         method_confidence = final.copy()
@@ -742,7 +743,8 @@ class FastProp(TransductiveEstimator):
         final[unlabeled] = (1.0 - NEIGHBOURHOOD_SHARE) * agreeing[unlabeled] + NEIGHBOURHOOD_SHARE * rescored
         in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
         outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
-        return final, (agreeing, NewPointCalibration(confidence_map, in_class_onward, outlier_onward), method_confidence)
+        new_points = NewPointCalibration(confidence_map, in_class_onward, outlier_onward)
+        return final, (agreeing, new_points, method_confidence)
 
     def _provisional_step(self, context, found, first, predicted, identifying, unlabeled, validation):
         """The final confidence after the provisional classes.

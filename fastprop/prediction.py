@@ -95,7 +95,9 @@ class NeighbourhoodPredictor:
         graph rows into the fitted samples.
     n_neighbors : int
     confidence : ndarray of shape (n_samples,)
-        The fitted final confidence.
+        The fitted confidence new points' agreement reads: the final one, or,
+        with ``calibration``, the calibrated one before the neighbourhood's
+        share (:data:`NEIGHBOURHOOD_SHARE`).
     fitted_class : ndarray of shape (n_samples,), int64
         The fitted class index of each sample, before rejection (seeds: their own).
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
