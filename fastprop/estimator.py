@@ -591,12 +591,12 @@ class FastProp(TransductiveEstimator):
         self.known_outliers_ = known_outliers
         self.graph_ = graph
         self.timings_ = timings
-        agreeing, new_points, method_confidence = (final, None, None) if calibrated is None else calibrated
+        agreeing, new_points = (final, None) if calibrated is None else calibrated
         self.predictor_ = NeighbourhoodPredictor(
             features, context.row_scale, found.make_scorer(), n_neighbors=self.n_neighbors, confidence=agreeing,
             fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
-            calibration=new_points, method_confidence=method_confidence,
+            calibration=new_points,
         )
         notify("done")
         return self
@@ -721,11 +721,11 @@ class FastProp(TransductiveEstimator):
         -------
         final : ndarray of shape (n_samples,)
             Calibrated in place (unchanged when no increasing map fits).
-        calibrated : (agreeing, new_points, method_confidence) or None
+        calibrated : (agreeing, new_points) or None
             For :class:`fastprop.prediction.NeighbourhoodPredictor`: the
-            calibrated confidence new points' agreement reads, their
-            :class:`fastprop.prediction.NewPointCalibration`, and the
-            confidence before calibration; None when nothing was calibrated.
+            calibrated confidence new points' agreement reads and their
+            :class:`fastprop.prediction.NewPointCalibration`; None when
+            nothing was calibrated.
         """
         seeds = context.seed_class >= 0
         in_class_sources, outlier_sources = validation_sources(validation, context.rng)
@@ -738,13 +738,13 @@ class FastProp(TransductiveEstimator):
         if confidence_map is None:
             return final, None
         agreeing = final.copy()
-        rescored = rescored_as_new_points(context.graph, agreeing, method_confidence, predicted, unlabeled,
-                                          confidence_map, signals)
+        rescored, to_method_scale = rescored_as_new_points(context.graph, agreeing, method_confidence, predicted,
+                                                           unlabeled, confidence_map, signals)
         final[unlabeled] = (1.0 - NEIGHBOURHOOD_SHARE) * agreeing[unlabeled] + NEIGHBOURHOOD_SHARE * rescored
         in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
         outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
-        new_points = NewPointCalibration(confidence_map, in_class_onward, outlier_onward)
-        return final, (agreeing, new_points, method_confidence)
+        new_points = NewPointCalibration(confidence_map, to_method_scale, in_class_onward, outlier_onward)
+        return final, (agreeing, new_points)
 
     def _provisional_step(self, context, found, first, predicted, identifying, unlabeled, validation):
         """The final confidence after the provisional classes.

@@ -109,14 +109,12 @@ class NeighbourhoodPredictor:
     build_jobs : int or None
         Threads building it (1 keeps it reproducible).
     calibration : NewPointCalibration or None, default=None
-        The fit's calibration, when it made one.
-    method_confidence : ndarray of shape (n_samples,) or None, default=None
-        With ``calibration``: the fitted confidence before it, whose scale new
-        points' agreement is put on before they are calibrated (read once, not kept).
+        The fit's calibration, when it made one (its quantile map then puts new
+        points' agreement on the scale of the confidence before calibration).
     """
 
     def __init__(self, features, row_scale, scorer, n_neighbors, confidence, fitted_class, graph, unlabeled, seed,
-                 build_jobs, calibration=None, method_confidence=None):
+                 build_jobs, calibration=None):
         self.features = features
         self.row_scale = row_scale
         self.scorer = scorer
@@ -127,9 +125,11 @@ class NeighbourhoodPredictor:
         self.build_jobs = build_jobs
         self.index = None
         self.calibration = calibration
-        scale = confidence if calibration is None else method_confidence
-        agreement_values = graph_agreement(graph, confidence, fitted_class)[unlabeled]
-        self.to_confidence_scale = QuantileMap(agreement_values, scale[unlabeled])
+        if calibration is None:
+            agreement_values = graph_agreement(graph, confidence, fitted_class)[unlabeled]
+            self.to_confidence_scale = QuantileMap(agreement_values, confidence[unlabeled])
+        else:  # the fit made this map for its own samples already
+            self.to_confidence_scale = calibration.to_method_scale
 
     @property
     def nbytes(self):
@@ -294,11 +294,14 @@ def rescored_as_new_points(graph, calibrated_confidence, method_confidence, fitt
 
     Returns
     -------
-    ndarray of shape (unlabeled.size,)
+    rescored : ndarray of shape (unlabeled.size,)
+    to_method_scale : QuantileMap
+        The map from the agreement to the scale of the confidence before
+        calibration (new points' too: :class:`NewPointCalibration`).
     """
     agreeing = graph_agreement(graph, calibrated_confidence, fitted_class)[unlabeled]
-    on_scale = QuantileMap(agreeing, method_confidence[unlabeled])(agreeing)
-    return confidence_map(on_scale, [values[unlabeled] for values in signal_values])
+    to_method_scale = QuantileMap(agreeing, method_confidence[unlabeled])
+    return confidence_map(to_method_scale(agreeing), [values[unlabeled] for values in signal_values]), to_method_scale
 
 
 class NewPointCalibration:
@@ -314,14 +317,18 @@ class NewPointCalibration:
     Parameters
     ----------
     confidence_map : fastprop.calibration.ConfidenceMap
+    to_method_scale : QuantileMap
+        From new points' agreement to the scale of the confidence before calibration
+        (:func:`rescored_as_new_points`).
     in_class_onward : ndarray of shape (n_samples,)
         :func:`fastprop.graph_signals.onward_reach` from the seeds and the validation set's in-class sources.
     outlier_onward : ndarray of shape (n_samples,) or None, default=None
         The same from its outlier sources (None when the fit had none).
     """
 
-    def __init__(self, confidence_map, in_class_onward, outlier_onward=None):
+    def __init__(self, confidence_map, to_method_scale, in_class_onward, outlier_onward=None):
         self.confidence_map = confidence_map
+        self.to_method_scale = to_method_scale
         self.in_class_onward = in_class_onward
         self.outlier_onward = outlier_onward
 
