@@ -44,6 +44,8 @@ METRIC_TITLES = {
     "outlier_auroc": "Outlier AUROC of the confidence (in-class vs outlier), %; undefined at 0% noise",
     "calibration_error": "Calibration error of the confidence as the probability that the argmax is right "
                          "(expected, 10 bins), %; lower is better",
+    "best_threshold_accuracy": "Accuracy with rejection at the threshold best for the evaluation samples, known "
+                               "only in hindsight (what the validation set's choice could reach at most), %",
 }
 
 

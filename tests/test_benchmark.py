@@ -77,6 +77,9 @@ def test_run_table_means_and_stds_match_independent_runs(pool, rows, name):
         if ratio > 0:
             assert_allclose(row["outlier_auroc_mean"], np.mean([run["outlier_auroc"] for run in runs]))
         assert_allclose(row["calibration_error_mean"], np.mean([run["calibration_error"] for run in runs]))
+        assert_allclose(row["best_threshold_accuracy_mean"],
+                        np.mean([run["best_threshold_accuracy"] for run in runs]))
+        assert all(run["best_threshold_accuracy"] >= run["accuracy"] for run in runs)
 
 
 def test_run_table_is_deterministic(pool, rows):

@@ -391,12 +391,15 @@ def test_evaluate_on_a_hand_worked_example():
     #   9: conf 0.40 rejected (-1)        -> right
     # accuracy 3/6; in-class argmax accuracy (4, 5, 6, 7) 3/4;
     # AUROC: in-class {0.95, 0.7, 0.65, 0.5} over outliers {0.8, 0.4}: 2 + 1 + 1 + 1 = 5 of 8.
+    # In hindsight, from the lowest up (0.4 outlier, 0.5 right, 0.65 right, 0.7 wrong, 0.8 outlier,
+    # 0.95 right): rejecting 0.4 alone gives 4 right of 6; rejecting 0.5 too 3, up to 0.8 3, all 2.
     result = evaluate(task, distributions, confidence)
     assert result["outlier_threshold"] == pytest.approx(0.6)
     assert result["validation_accuracy"] == 1.0
     assert result["accuracy"] == pytest.approx(0.5)
     assert result["in_class_accuracy"] == pytest.approx(0.75)
     assert result["outlier_auroc"] == pytest.approx(0.625)
+    assert result["best_threshold_accuracy"] == pytest.approx(4 / 6)
     assert result["n_evaluated"] == 6
 
 
