@@ -16,6 +16,7 @@ matches, and rename it over the target only once it is complete.
 import math
 import os
 import tempfile
+import tokenize
 import zipfile
 import zlib
 from pathlib import Path
@@ -29,12 +30,16 @@ _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 _MAX_DEFLATE_RATIO = 1032
 _RATIO_SLACK_BYTES = 4096
 _CHUNK_BYTES = 16 * 2**20
-#: What can go wrong reading a file, from every layer under the readers.
+#: What can go wrong reading a file, from every layer under the readers (NumPy's header parser
+#: tokenizes and evaluates the header text: an unclosed bracket is a TokenError, a nesting too deep
+#: a RecursionError, a shape of thousands of digits an OverflowError).
 _READ_ERRORS = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error, NotImplementedError,
-                RuntimeError)
+                RuntimeError, tokenize.TokenError, SyntaxError, OverflowError)
 
 
 def _size(n_bytes):
+    if n_bytes >= 2**70:  # a hostile header's claim, beyond a float's range maybe
+        return f"about 2**{n_bytes.bit_length() - 1} bytes"
     for unit, scale in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
         if n_bytes >= scale:
             return f"{n_bytes / scale:.1f} {unit}"
@@ -97,7 +102,10 @@ def _expected_bytes(shape, dtype):
 
 
 def _describe(shape, dtype):
-    return f"shape {tuple(shape)} of {dtype} ({_size(_expected_bytes(shape, dtype))})"
+    shown = str(tuple(shape))
+    if len(shown) > 80:  # a hostile header's shape of thousands of digits
+        shown = shown[:60] + " ...)"
+    return f"shape {shown} of {dtype} ({_size(_expected_bytes(shape, dtype))})"
 
 
 def read_npy(path):

@@ -44,6 +44,11 @@ def check_unlabeled(unlabeled):
         raise ValueError(
             f"unlabeled must be an int (default -1), a string or None, got {unlabeled!r}."
         )
+    if isinstance(unlabeled, numbers.Integral) and not -(2**63) <= unlabeled < 2**63:
+        raise ValueError(
+            f"unlabeled={unlabeled!r} is outside int64 ([-2**63, 2**63 - 1]), the labels' type; use a small "
+            "integer such as -1."
+        )
     return unlabeled
 
 
@@ -117,6 +122,13 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                 named = named.astype(str)
             elif all(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
                      for value in named):
+                outside = [value for value in named if not -(2**63) <= value < 2**63]
+                if outside:
+                    raise ValueError(
+                        f"y has label {outside[0]!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
+                        "are int64. Encode the classes as small integers, e.g. with "
+                        "numpy.unique(..., return_inverse=True)."
+                    )
                 named = as_integer_labels(named.astype(np.int64), "y")
             else:
                 raise ValueError(
@@ -237,6 +249,17 @@ def check_validation(validation, n_samples, labeled_mask, classes, unlabeled=UNL
 
 def _unlabeled_indices(indices, n_samples, labeled_mask, name, hint):
     """``indices`` as int64: integers in range, distinct, none of them a seed (``hint`` says what to do)."""
+    if indices.dtype == np.bool_:
+        raise ValueError(
+            f"{name} must be sample indices, got a boolean mask; pass numpy.flatnonzero(mask) instead."
+        )
+    integral_floats = (np.issubdtype(indices.dtype, np.floating) and np.isfinite(indices).all()
+                       and np.array_equal(indices, np.round(indices)))
+    if not (np.issubdtype(indices.dtype, np.integer) or integral_floats):
+        raise ValueError(
+            f"{name} must be integer sample indices in [0, {n_samples - 1}], got dtype {indices.dtype}"
+            f"{' with non-integral values' if np.issubdtype(indices.dtype, np.floating) else ''}."
+        )
     indices = as_integer_labels(indices, name)
     out_of_range = (indices < 0) | (indices >= n_samples)
     if out_of_range.any():

@@ -20,6 +20,7 @@ _ROWS_PER_BLOCK = 65536
 #: magnitude is within ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]`` as they are.
 _SAFE_EXPONENT = 40
 _INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
 
 
 def _shown(indices):
@@ -74,6 +75,11 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
                 f"{name} holds entries that are not numbers ({error}). Pass a numeric array such as "
                 "float32 embeddings."
             ) from None
+        except OverflowError:
+            raise ValueError(
+                f"{name} holds integers too large for float64 (beyond ~1.8e308). Scale {name} down, or "
+                "pass it as floats."
+            ) from None
     if np.issubdtype(array.dtype, np.complexfloating):
         raise ValueError(f"Complex data not supported: {name} has dtype {array.dtype}; pass real numbers.")
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
@@ -92,6 +98,8 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
             raise ValueError(
                 f"{name} is empty: 0 {what}(s) (shape={array.shape}) while a minimum of 1 is required."
             )
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:
+        array = _within_float64(array, name)
     largest = _largest_magnitudes(array, name)
     exponents = None
     if rescale_rows:
@@ -125,6 +133,29 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
                 "undefined. Remove them or give them a non-zero embedding."
             )
     return features
+
+
+def _within_float64(array, name):
+    """An extended-precision ``array`` as float64; raises where a finite row leaves float64's range.
+
+    Such a row would read as infinite (values above ~1.8e308) or as all zero
+    (every value below ~4.9e-324) after the conversion, and be reported as
+    what it is not.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        converted = array.astype(np.float64)
+    finite = np.isfinite(array).all(axis=1)
+    overflow = finite & ~np.isfinite(converted).all(axis=1)
+    underflow = finite & array.any(axis=1) & ~converted.any(axis=1)
+    beyond = overflow | underflow
+    if beyond.any():
+        bad = np.flatnonzero(beyond)
+        raise ValueError(
+            f"{name} ({array.dtype}) has {bad.size} row(s) with values beyond float64's range, the first is row "
+            f"{bad[0]}; fastprop computes in float64 and float32. Scale those rows into float64's range first "
+            "(only their directions matter)."
+        )
+    return converted
 
 
 def _largest_magnitudes(array, name):
@@ -163,9 +194,16 @@ def check_n_neighbors(n_neighbors, n_samples):
 
 
 def check_integer(name, value, *, low=None, high=None):
-    """Validate an integer parameter in the closed range ``[low, high]``."""
+    """Validate an integer parameter in the closed range ``[low, high]``.
+
+    An open end is int64's: every integer fastprop takes reaches NumPy,
+    Numba or hnswlib as a machine integer, where a larger Python int would
+    fail deep inside with an OverflowError.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}.")
+    low = _INT64_MIN if low is None else low
+    high = _INT64_MAX if high is None else high
     _check_range(name, value, low, high, True, True)
     return int(value)
 
@@ -191,8 +229,8 @@ def _check_range(name, value, low, high, low_inclusive, high_inclusive):
     too_low = low is not None and (value < low if low_inclusive else value <= low)
     too_high = high is not None and (value > high if high_inclusive else value >= high)
     if too_low or too_high:
-        left = "-inf" if low is None else f"{low}"
-        right = "inf" if high is None else f"{high}"
+        left = "-inf" if low is None else "-2**63" if low == _INT64_MIN else f"{low}"
+        right = "inf" if high is None else "2**63 - 1" if high == _INT64_MAX else f"{high}"
         bracket_left = "[" if low_inclusive and low is not None else "("
         bracket_right = "]" if high_inclusive and high is not None else ")"
         raise ValueError(
@@ -239,8 +277,8 @@ def check_graph(graph, n_samples=None, *, name="graph"):
         dense = np.asarray(graph)
         if dense.ndim != 2 or not np.issubdtype(dense.dtype, np.number):
             raise ValueError(
-                f"{name} must be a scipy.sparse matrix or a 2-D numeric array, got "
-                f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)}."
+                f"{name} must be a scipy.sparse matrix or a 2-D numeric array of edge weights, got "
+                f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)} and dtype {dense.dtype}."
             )
         graph = sp.csr_matrix(dense)
     shape = _check_graph_shape(graph.shape, n_samples, name)
@@ -254,7 +292,10 @@ def check_graph(graph, n_samples=None, *, name="graph"):
     _check_storage(graph, shape, name)
     original = graph if graph.format == "csr" else None
     if original is None:
+        summed = graph.format == "coo" and np.isfinite(graph.data).all()
         graph = graph.tocsr()  # safe now, and the arrays it makes are new: they may be changed in place
+        if summed and not np.isfinite(graph.data).all():  # the conversion summed duplicate entries
+            raise _duplicates_overflow(name)
     indices, data = _used_entries(graph.indptr, graph.indices, graph.data)
     return _canonical_csr(shape, graph.indptr, indices, data, name, original=original, owned=original is None)
 
@@ -313,7 +354,7 @@ def _check_storage(graph, shape, name):
         if graph.data.ndim != 3 or graph.data.shape[1:] != (rows, columns):
             raise ValueError(f"{name}: its BSR data has shape {graph.data.shape}, not (n_blocks, {rows}, {columns}).")
         _check_compressed(graph.indptr, graph.indices, graph.data.shape[0],
-                          (shape[0] // rows, shape[1] // columns), name, major="block row")
+                          (shape[0] // rows, shape[1] // columns), name, major="block row", minor="block column")
     else:
         parts = {"row": np.asarray(graph.row), "col": np.asarray(graph.col)}
         for part, array in parts.items():
@@ -325,8 +366,8 @@ def _check_storage(graph, shape, name):
             _check_index_range(array, shape[0], f"{name}: its COO {part} array")
 
 
-def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False):
-    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor).
+def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False, minor="vertex"):
+    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor), counted in ``major``s and ``minor``s.
 
     ``indptr`` must have ``n_major + 1`` entries, start at 0, never decrease,
     and end at most at ``len(indices) == n_data`` (entries past its end are
@@ -357,18 +398,19 @@ def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=Fa
             f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
             f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
         )
-    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"])
+    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"], minor)
 
 
-def _check_index_range(indices, n_vertices, what):
+def _check_index_range(indices, n_vertices, what, unit="vertex"):
     if indices.size == 0:
         return
     low, high = indices.min(), indices.max()
     if low < 0 or high >= n_vertices:
         position = int(np.argmax((indices < 0) | (indices >= n_vertices)))
+        units = "vertices" if unit == "vertex" else f"{unit}s"
         raise ValueError(
             f"{what} holds {indices[position].item()!r} at position {position}, outside "
-            f"[0, {n_vertices - 1}]: every index must be one of the graph's {n_vertices} vertices. "
+            f"[0, {n_vertices - 1}]: every index must be one of the graph's {n_vertices} {units}. "
             "The matrix is corrupt; rebuild it (fastprop.build_knn_graph)."
         )
 
@@ -399,11 +441,15 @@ def _canonical_csr(shape, indptr, indices, data, name, *, original=None, owned=F
     csr.sum_duplicates()
     csr.sort_indices()
     if not np.isfinite(csr.data).all():
-        raise ValueError(
-            f"{name} has duplicate entries whose summed weight overflows float32; sum them "
-            "yourself (with smaller weights) or drop the duplicates."
-        )
+        raise _duplicates_overflow(name)
     return csr
+
+
+def _duplicates_overflow(name):
+    return ValueError(
+        f"{name} has duplicate entries whose summed weight overflows float32; sum them "
+        "yourself (with smaller weights) or drop the duplicates."
+    )
 
 
 def _float32_weights(data, name):
@@ -570,6 +616,26 @@ def as_integer_labels(labels, name):
     )
 
 
+def check_sample_weight(sample_weight, n_samples):
+    """``score``'s weights: None, or ``n_samples`` finite non-negative reals with a positive sum; float64."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight)
+    if weights.dtype == object or not (np.issubdtype(weights.dtype, np.number) or weights.dtype == np.bool_) \
+            or np.iscomplexobj(weights):
+        raise ValueError(f"sample_weight must hold real numbers, got dtype {weights.dtype}.")
+    if weights.shape != (n_samples,):
+        raise ValueError(f"sample_weight must have shape ({n_samples},), one weight per point, got {weights.shape}.")
+    weights = weights.astype(np.float64)
+    if not np.isfinite(weights).all():
+        raise ValueError("sample_weight has NaN or infinite values; all must be finite.")
+    if (weights < 0).any():
+        raise ValueError("sample_weight has negative values; weights must be >= 0.")
+    if not weights.sum() > 0:
+        raise ValueError("sample_weight sums to 0; give at least one point a positive weight.")
+    return weights
+
+
 def check_distributions(distributions, n_samples, *, name="label_distributions"):
     """A method's class scores: (n_samples, n_classes), finite, non-negative, no all-zero row.
 
@@ -588,10 +654,15 @@ def check_distributions(distributions, n_samples, *, name="label_distributions")
         raise ValueError(f"{name} has NaN or infinite values; all must be finite.")
     if (array < 0).any():
         raise ValueError(f"{name} has negative values; pass class probabilities (or scores >= 0).")
-    totals = array.sum(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        totals = array.sum(axis=1, keepdims=True)
     if (totals == 0).any():
         bad = np.flatnonzero(totals[:, 0] == 0)
         raise ValueError(f"{name} has all-zero rows (rows {_shown(bad)}); every row needs a positive score.")
+    overflow = np.flatnonzero(np.isinf(totals[:, 0]))
+    if overflow.size:  # finite scores whose sum overflows: over the row's largest first
+        rows = array[overflow] / array[overflow].max(axis=1, keepdims=True)
+        array[overflow], totals[overflow] = rows, rows.sum(axis=1, keepdims=True)
     return array / totals
 
 

@@ -21,7 +21,7 @@ from ._estimator_protocol import TransductiveEstimator
 from ._labels import check_known_outliers, check_labels, check_validation, decode_labels, encode_known
 from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
-from ._validation import check_features, check_graph, check_memory, check_random_state
+from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
 from .adjacency import RandomWalk
 from .calibration import calibrate_on_validation
 from .graph import fit_graph
@@ -661,18 +661,21 @@ class FastProp(TransductiveEstimator):
         y : array_like of shape (n_points,)
             Classes of ``classes_``, or ``unlabeled`` for a point of no known class.
         sample_weight : array_like of shape (n_points,), optional
+            Finite non-negative weights, not all zero.
 
         Returns
         -------
         float
         """
+        self._check_fitted()
         truth = encode_known(y, self.classes_, self.unlabeled, name="y")
         distributions, confidence = self._predict_new(X)
         if truth.size != confidence.size:
             raise ValueError(f"y has {truth.size} labels but X has {confidence.size} points.")
+        weights = check_sample_weight(sample_weight, truth.size)
         predicted = distributions.argmax(axis=1)
         predicted[confidence < self.outlier_threshold_] = -1
-        return float(np.average(predicted == truth, weights=sample_weight))
+        return float(np.average(predicted == truth, weights=weights))
 
     def suggest_annotations(self, n: int, strategy: Literal["boundary", "lowest"] = "boundary") -> np.ndarray:
         """The unlabeled samples whose labels would help the next fit most, from the fitted confidence.

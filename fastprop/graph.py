@@ -131,9 +131,11 @@ def _drop_self(labels, similarities, rows):
 
 
 def _resolve_n_jobs(n_jobs):
+    """hnswlib's thread count: all cores for None or -1, never more than the cores (hnswlib starts each)."""
+    cores = os.cpu_count() or 1
     if n_jobs is None or n_jobs == -1:
-        return os.cpu_count() or 1
-    return check_integer("n_jobs", n_jobs, low=1)
+        return cores
+    return min(check_integer("n_jobs", n_jobs, low=1), cores)
 
 
 def knn_search(
@@ -181,7 +183,8 @@ def knn_search(
     random_state : int, Generator or None
         Seeds hnswlib's level generator and the spatial order's k-means.
     n_jobs : int or None, default=None
-        Threads for hnswlib (-1: all cores). hnswlib's multi-threaded
+        Threads for hnswlib (-1: all cores; more than the cores counts as
+        all of them). hnswlib's multi-threaded
         insertion is not deterministic (hnswlib issues #65, #540), so None
         means: all cores for the queries, and for the insertion too unless
         ``random_state`` is given, in which case the index is built on one
@@ -361,6 +364,8 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
         invalid graph; the message names ``path``.
     """
     path = os.fspath(path)
+    if n_samples is not None:
+        n_samples = check_integer("n_samples", n_samples, low=0)
     with NpzArchive(path) as archive:
         missing = {"shape", "indptr", "indices", "data"} - set(archive.names)
         if missing:

@@ -43,7 +43,12 @@ def suggested_samples(model, n, strategy):
     else:
         key = confidence[candidates]
     ranked = candidates[np.argsort(key, kind="stable")]
-    graph = model.graph_
+    graph = getattr(model, "graph_", None)
+    if graph is None:
+        raise ValueError(
+            "suggest_annotations spreads its picks over the fitted graph, and graph_ was deleted; fit again "
+            "(or set graph_ back) before asking for annotations."
+        )
     covered = np.zeros(confidence.size, dtype=bool)
     taken, passed_over = [], []
     for sample in ranked:

@@ -93,7 +93,7 @@ def test_mixture_outliers_sit_near_real_classes():
         (dict(n_samples=0), r"n_samples=0 is out of range"),
         (dict(n_classes=0), r"n_classes=0 is out of range"),
         (dict(n_features=1), r"n_features=1 is out of range"),
-        (dict(overlap=0.0), r"overlap=0.0 is out of range; allowed: \(0, inf\)"),
+        (dict(overlap=0.0), r"overlap=0.0 is out of range; allowed: \(0, 1000000.0\]"),
         (dict(class_imbalance=0.5), r"class_imbalance=0.5 is out of range"),
         (dict(outlier_fraction=1.0), r"outlier_fraction=1.0 is out of range"),
         (dict(diffuse_fraction=1.5), r"diffuse_fraction=1.5 is out of range"),

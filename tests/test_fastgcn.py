@@ -142,10 +142,10 @@ def test_an_isolated_vertex_gets_finite_distributions():
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"hidden": 0}, r"hidden=0 is out of range; allowed: \[1, inf\)"),
+    ({"hidden": 0}, r"hidden=0 is out of range; allowed: \[1, 2\*\*63 - 1\]"),
     ({"sample_sizes": (6000,)}, r"sample_sizes must be a pair of integers .*, got \(6000,\)"),
     ({"sample_sizes": 6000}, r"sample_sizes must be a pair of integers .*, got 6000"),
-    ({"sample_sizes": (6000, 0)}, r"sample_sizes\[1\]=0 is out of range; allowed: \[1, inf\)"),
+    ({"sample_sizes": (6000, 0)}, r"sample_sizes\[1\]=0 is out of range; allowed: \[1, 2\*\*63 - 1\]"),
     ({"sample_sizes": (6000.5, 10)}, r"sample_sizes\[0\] must be an integer, got 6000.5"),
     ({"batch_size": 0}, r"batch_size=0 is out of range"),
     ({"dropout": 1.0}, r"dropout=1.0 is out of range; allowed: \[0.0, 1.0\)"),

@@ -21,7 +21,7 @@ import threading
 import warnings
 from importlib import metadata
 
-from ._numbers import parse_integer, parse_real
+from ._numbers import is_plain_integer, parse_integer, parse_real
 from ._progress import Progress
 
 __all__ = ["main", "build_parser"]
@@ -69,6 +69,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 def _integer(low):
     def parse(text):
         value = parse_integer(text.strip())
+        if value is None and is_plain_integer(text.strip()):
+            raise argparse.ArgumentTypeError(f"{text.strip()} is outside int64 ([-2**63, 2**63 - 1])")
         if value is None:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer in plain digits (-?[0-9]+)")
         if value < low:

@@ -58,20 +58,21 @@ def check_output(path, option, inputs=()):
 def about_file(option, path, error):
     """``error`` (about the file at ``path``) prefixed by the option, the path named once."""
     text = str(error)
+    if text.startswith(describe(option, path)):  # already named the way every message names a file
+        return ValueError(text)
     if text.startswith(os.fspath(path)):  # the file readers' messages begin with the path
         return ValueError(f"{option} {text}")
     return ValueError(f"{describe(option, path)}: {text}")
 
 
-def read_lines(path, option):
-    """The lines of a UTF-8 text file (a byte-order mark is dropped)."""
+def read_lines(path, option, alternative=""):
+    """The lines of a UTF-8 text file (a byte-order mark is dropped); ``alternative``: what else the option reads."""
     try:
         with open(path, encoding="utf-8-sig") as stream:
             return stream.read().splitlines()
     except UnicodeDecodeError:
         raise ValueError(
-            f"{describe(option, path)}: not a text file (it is not UTF-8); give a .npy/.npz file "
-            "or UTF-8 text."
+            f"{describe(option, path)}: not a text file (it is not UTF-8); save it as UTF-8 text{alternative}."
         ) from None
 
 
@@ -132,7 +133,7 @@ def load_features(path, option="--features", label_column=None):
         elif suffix == ".npz":
             X, labels = _read_npz_features(path)
         elif suffix == ".csv":
-            X, labels = read_feature_table(read_lines(path, option), label_column)
+            X, labels = read_feature_table(read_lines(path, option, " or give a .npy/.npz file"), label_column)
         else:
             raise ValueError(
                 f"unknown suffix {path.suffix!r}; give .npy (X), .npz (arrays X and optional y) or "

@@ -143,7 +143,7 @@ def _drop_header(texts, n_samples, marker):
 def _label_texts(path, option):
     """The label on each line of a text file (one field per line, CSV quoting allowed)."""
     texts = []
-    for number, row in enumerate(csv.reader(read_lines(path, option)), start=1):
+    for number, row in enumerate(csv.reader(read_lines(path, option, " or give a .npy/.npz file")), start=1):
         if len(row) > 1:
             raise ValueError(
                 f"{describe(option, path)}, line {number}: holds {len(row)} comma-separated fields; "

@@ -27,6 +27,11 @@ def parse_integer(text):
     return value if _INT64[0] <= value <= _INT64[1] else None
 
 
+def is_plain_integer(text):
+    """Whether ``text`` is ASCII ``-?[0-9]+``, whatever its size (``parse_integer`` then says if it fits)."""
+    return bool(_INTEGER.fullmatch(text))
+
+
 def parse_real(text):
     """``float(text)`` for an ASCII decimal number (``0.5``, ``.5``, ``1e-3``); None otherwise (``nan``, ``1_0``)."""
     return float(text) if _REAL.fullmatch(text) else None

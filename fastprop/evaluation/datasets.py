@@ -17,11 +17,15 @@ from .._validation import (
     as_integer_labels,
     check_features,
     check_integer,
+    check_memory,
     check_random_state,
     check_real,
 )
 
 __all__ = ["make_noisy_mixture", "load_embeddings"]
+
+#: make_noisy_mixture's largest ``overlap``: far past pure noise, and its float32 rows stay finite.
+MAX_OVERLAP = 1e6
 
 # Geometry of make_noisy_mixture, in its latent space of dimension r. An offset
 # "f g" is a Gaussian vector g of per-coordinate scale 1/sqrt(r), so of norm
@@ -137,15 +141,17 @@ def make_noisy_mixture(
     class_imbalance : float, default=5.0
         Size of the largest real class over the smallest, ``>= 1`` (1 = balanced).
     overlap : float, default=1.0
-        Noise around each sub-mode relative to the calibrated default, ``> 0``.
-        Larger is harder: 30-NN accuracy is about 0.99 at 0.6 and 0.6 at 1.5.
+        Noise around each sub-mode relative to the calibrated default, in
+        ``(0, 1e6]``. Larger is harder: 30-NN accuracy is about 0.99 at 0.6
+        and 0.6 at 1.5.
     outlier_fraction : float, default=0.2
         Share of the samples that belong to no class (``y == -1``), in ``[0, 1)``.
     diffuse_fraction : float, default=0.3
         Share of those outliers that are diffuse background, in ``[0, 1]``; the
         rest come from the unlisted classes.
     n_outlier_classes : int or None, default=None
-        Number of unlisted classes; ``None`` gives ``max(1, n_classes // 4)``.
+        Number of unlisted classes, at most ``n_samples``; ``None`` gives
+        ``max(1, n_classes // 4)``.
     random_state : None, int or numpy.random.Generator, default=None
         Source of randomness; pass an int for a reproducible pool.
 
@@ -169,15 +175,20 @@ def make_noisy_mixture(
     intrinsic_dim = check_integer("intrinsic_dim", intrinsic_dim, low=2)
     modes_per_class = check_integer("modes_per_class", modes_per_class, low=1)
     class_imbalance = check_real("class_imbalance", class_imbalance, low=1)
-    overlap = check_real("overlap", overlap, low=0, low_inclusive=False)
+    overlap = check_real("overlap", overlap, low=0, high=MAX_OVERLAP, low_inclusive=False)
     outlier_fraction = check_real(
         "outlier_fraction", outlier_fraction, low=0, high=1, high_inclusive=False
     )
     diffuse_fraction = check_real("diffuse_fraction", diffuse_fraction, low=0, high=1)
     if n_outlier_classes is None:
         n_outlier_classes = max(1, n_classes // 4)
-    n_outlier_classes = check_integer("n_outlier_classes", n_outlier_classes, low=0)
+    n_outlier_classes = check_integer("n_outlier_classes", n_outlier_classes, low=0, high=n_samples)
     rng = check_random_state(random_state)
+    latent_dim = min(intrinsic_dim, n_features)
+    n_modes = (n_classes + n_outlier_classes) * modes_per_class
+    check_memory(4 * (2 * n_samples * n_features + n_samples * latent_dim + 2 * n_modes * latent_dim) + 24 * n_modes,
+                 f"make_noisy_mixture(n_samples={n_samples}, n_features={n_features}, "
+                 f"modes_per_class={modes_per_class})", "lower n_samples, n_features or modes_per_class.")
 
     n_outliers = round(outlier_fraction * n_samples)
     n_inliers = n_samples - n_outliers
@@ -194,7 +205,6 @@ def make_noisy_mixture(
             f"{n_outliers - n_diffuse} outliers from unlisted classes; raise "
             "n_outlier_classes or set diffuse_fraction=1."
         )
-    latent_dim = min(intrinsic_dim, n_features)
 
     # Sample counts: real classes (at least one sample each), unlisted classes, diffuse.
     weights = np.geomspace(1.0, class_imbalance, n_classes)[rng.permutation(n_classes)]

@@ -28,6 +28,9 @@ from ..threshold import accuracy_with_rejection, choose_threshold
 
 __all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc", "calibration_error"]
 
+#: :func:`calibration_error`'s bins at most: ``confidence * n_bins`` stays exact in float64.
+MAX_BINS = 2**40
+
 
 def _frozen(array, dtype):
     """A read-only copy of ``array``, so that a task cannot be changed in place."""
@@ -285,6 +288,7 @@ def calibration_error(confidence, correct, n_bins=10):
     correct : array_like of bool, shape (n_samples,)
         E.g. whether each sample's most probable class is its truth.
     n_bins : int, default=10
+        At most ``2**40``; only the bins that hold samples take memory.
 
     Returns
     -------
@@ -297,7 +301,7 @@ def calibration_error(confidence, correct, n_bins=10):
     >>> calibration_error([0.75, 0.75, 0.25, 0.25], [True, False, False, False])  # |0.75 - 1/2|, |0.25 - 0|
     0.25
     """
-    check_integer("n_bins", n_bins, low=1)
+    check_integer("n_bins", n_bins, low=1, high=MAX_BINS)
     scores = np.asarray(confidence, dtype=np.float64)
     correct = np.asarray(correct, dtype=bool)
     if scores.ndim != 1 or correct.shape != scores.shape:
@@ -308,8 +312,9 @@ def calibration_error(confidence, correct, n_bins=10):
     if scores.size == 0:
         return float("nan")
     bins = np.minimum((scores * n_bins).astype(np.int64), n_bins - 1)
+    _, occupied = np.unique(bins, return_inverse=True)  # the bins that hold samples, in order
     # per bin, |sum of confidences - count correct| / n = its share of samples x |mean confidence - share correct|
-    gap = np.abs(np.bincount(bins, scores, n_bins) - np.bincount(bins, correct, n_bins))
+    gap = np.abs(np.bincount(occupied, scores) - np.bincount(occupied, correct))
     return float(gap.sum() / scores.size)
 
 

@@ -1,0 +1,330 @@
+"""Values past what a machine integer, float64 or the machine's memory holds, and inputs of the wrong kind.
+
+Found by fuzzing the public API: each used to fail deep inside (an
+OverflowError from Numba or NumPy, a tokenizer's error from a crafted
+``.npy`` header, an AttributeError, a ZeroDivisionError, a silent NaN or a
+hang); each is now a ValueError that says what was wrong, or the right
+answer.
+"""
+
+import io
+import struct
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
+from fastprop._files import read_npy
+from fastprop._validation import check_graph
+from fastprop.evaluation.datasets import make_noisy_mixture
+from fastprop.evaluation.protocol import calibration_error
+
+BEYOND_INT64 = 2**63
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Two separated clusters of 100 samples, three seeds each, and their graph."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(loc, 0.3, size=(100, 8)) for loc in (-1.0, 1.0)]).astype(np.float32)
+    y = np.full(200, -1)
+    y[[0, 1, 2]] = 0
+    y[[100, 101, 102]] = 1
+    return X, y, build_knn_graph(X, 10, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(problem):
+    X, y, graph = problem
+    return FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph)
+
+
+def _npy_with_header(header):
+    """The bytes of a version 1.0 ``.npy`` file whose header text is ``header`` (and no data)."""
+    text = header.encode("latin1")
+    padding = -(10 + len(text) + 1) % 64
+    text += b" " * padding + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text
+
+
+# ------------------------------------------------ integers beyond int64
+
+
+@pytest.mark.parametrize("setting", ["max_patch_size", "exclusion_hops", "n_neighbors", "pseudo_labels"])
+def test_integer_settings_beyond_int64_are_refused(problem, setting):
+    X, y, graph = problem
+    with pytest.raises(ValueError, match=rf"{setting}={BEYOND_INT64} is out of range; allowed: \[\d+, 2\*\*63 - 1\]"):
+        FastProp(**{setting: BEYOND_INT64}).fit(X, y, graph=graph, validation=([10, 110], [0, 1]))
+
+
+def test_an_unlabeled_marker_beyond_int64_is_refused(problem):
+    X, y, _ = problem
+    with pytest.raises(ValueError, match=r"unlabeled=18446744073709551616 is outside int64"):
+        FastProp(unlabeled=2**64).fit(X, y)
+
+
+def test_object_labels_beyond_int64_are_refused(problem):
+    X, y, _ = problem
+    labels = y.astype(object)
+    labels[0] = 10**30
+    with pytest.raises(ValueError, match=r"y has label 10{30}, outside int64"):
+        FastProp().fit(X, labels)
+
+
+def test_object_features_beyond_float64_are_refused(problem):
+    X, y, _ = problem
+    features = X.astype(object)
+    features[0, 0] = 10**400
+    with pytest.raises(ValueError, match=r"X holds integers too large for float64"):
+        FastProp().fit(features, y)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max, reason="longdouble is float64 here")
+@pytest.mark.parametrize("scale", ["1e4000", "1e-4000"])
+def test_extended_precision_rows_beyond_float64_are_named_as_such(problem, scale):
+    X, y, _ = problem
+    features = X.astype(np.longdouble)
+    features[3] *= np.longdouble(scale)
+    with pytest.raises(ValueError, match=r"1 row\(s\) with values beyond float64's range, the first is row 3"):
+        FastProp().fit(features, y)
+
+
+def test_extended_precision_rows_within_float64_are_fitted_as_float64(problem):
+    X, y, graph = problem
+    ours = FastProp(n_neighbors=10, random_state=0).fit(X.astype(np.longdouble), y, graph=graph)
+    reference = FastProp(n_neighbors=10, random_state=0).fit(X.astype(np.float64), y, graph=graph)
+    np.testing.assert_array_equal(ours.confidence_, reference.confidence_)
+
+
+def test_more_graph_threads_than_cores_count_as_all_cores(problem):
+    X, _, _ = problem
+    many = build_knn_graph(X, 10, method="hnsw", random_state=0, n_jobs=BEYOND_INT64 - 1)
+    assert many.shape == (200, 200) and np.isfinite(many.data).all() and many.nnz >= 200 * 10
+
+
+# ------------------------------------------------ crafted files
+
+
+@pytest.mark.parametrize("header, message", [
+    ("{{{{", ": cannot be read (tokenize.TokenError"),
+    ("(" * 3000, ": cannot be read (tokenize.TokenError"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "9" * 4000 + ",)}",
+     f" declares an array of shape ({'9' * 59} ...) of float32 (about 2**13289 bytes)"),
+])
+def test_a_crafted_npy_header_is_one_value_error(tmp_path, header, message):
+    path = tmp_path / "crafted.npy"
+    path.write_bytes(_npy_with_header(header))
+    with pytest.raises(ValueError) as raised:
+        read_npy(path)
+    assert str(raised.value).startswith(f"{path}{message}")
+
+
+def test_a_graph_file_with_a_crafted_member_header_is_one_value_error(tmp_path):
+    import zipfile
+
+    path = tmp_path / "g.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in (("indptr", np.zeros(3, np.int64)), ("indices", np.zeros(0, np.int64)),
+                            ("data", np.zeros(0, np.float32))):
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+        archive.writestr("shape.npy", _npy_with_header("{'descr': '<i8', 'shape': (2,"))
+    with pytest.raises(ValueError) as raised:
+        load_graph(path)
+    assert str(raised.value).startswith(f"{path}: array 'shape' cannot be read (tokenize.TokenError")
+
+
+def test_cli_reports_a_crafted_header_in_one_line(problem, tmp_path, capsys):
+    from fastprop.cli import main
+
+    path = tmp_path / "X.npy"
+    path.write_bytes(_npy_with_header("{'descr': '<f4', 'shape': (2,"))
+    status = main(["graph", "--features", str(path), "--out", str(tmp_path / "g.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith(f"fastprop: error: --features {path}: cannot be read (tokenize.TokenError")
+
+
+@pytest.mark.parametrize("n_samples, message", [
+    ("200", "n_samples must be an integer, got '200'"),
+    ([200], r"n_samples must be an integer, got \[200\]"),
+    (True, "n_samples must be an integer, got True"),
+    (-1, r"n_samples=-1 is out of range; allowed: \[0, "),
+])
+def test_load_graph_checks_n_samples(problem, tmp_path, n_samples, message):
+    from fastprop import save_graph
+
+    path = tmp_path / "g.npz"
+    save_graph(path, problem[2])
+    with pytest.raises(ValueError, match=message):
+        load_graph(path, n_samples=n_samples)
+
+
+# ------------------------------------------------ score and suggest_annotations
+
+
+def test_score_of_an_unfitted_model_says_fit_first(problem):
+    from fastprop._estimator_protocol import _not_fitted_error_class
+
+    X, y, _ = problem
+    with pytest.raises(_not_fitted_error_class(), match="not fitted yet"):
+        FastProp().score(X, y)
+
+
+@pytest.mark.parametrize("weights, message", [
+    (np.zeros(200), "sample_weight sums to 0"),
+    (np.r_[1.0, -1.0, np.zeros(198)], "sample_weight has negative values"),
+    (np.r_[np.nan, np.ones(199)], "sample_weight has NaN or infinite values"),
+    (np.r_[np.inf, np.ones(199)], "sample_weight has NaN or infinite values"),
+    (np.ones(199), r"sample_weight must have shape \(200,\)"),
+    (np.array(["a"] * 200), "sample_weight must hold real numbers"),
+])
+def test_score_checks_its_weights(problem, fitted, weights, message):
+    X, y, _ = problem
+    with pytest.raises(ValueError, match=message):
+        fitted.score(X, np.where(np.arange(200) < 100, 0, 1), sample_weight=weights)
+
+
+def test_score_with_weights_is_the_weighted_share_right(problem, fitted):
+    X, _, _ = problem
+    truth = np.where(np.arange(200) < 100, 0, 1)
+    right = (fitted.predict(X) == truth).astype(float)
+    weights = np.linspace(0.0, 2.0, 200)
+    assert fitted.score(X, truth, sample_weight=weights) == pytest.approx((weights * right).sum() / weights.sum())
+
+
+def test_suggestions_after_the_graph_was_freed_say_so(problem):
+    X, y, graph = problem
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph)
+    del model.graph_
+    with pytest.raises(ValueError, match="graph_ was deleted; fit again"):
+        model.suggest_annotations(3)
+
+
+# ------------------------------------------------ indices of the wrong kind
+
+
+@pytest.mark.parametrize("outliers, message", [
+    (np.zeros(200, dtype=bool), r"outliers must be sample indices, got a boolean mask; pass numpy.flatnonzero"),
+    (np.array([10.5]), r"outliers must be integer sample indices in \[0, 199\], got dtype float64 with non-integral"),
+    (np.array(["10"]), r"outliers must be integer sample indices in \[0, 199\], got dtype <U2"),
+])
+def test_outlier_indices_of_the_wrong_kind_are_named_as_indices(problem, outliers, message):
+    X, y, _ = problem
+    with pytest.raises(ValueError, match=message):
+        FastProp().fit(X, y, outliers=outliers)
+
+
+def test_integral_float_indices_are_indices(problem):
+    X, y, graph = problem
+    as_floats = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph, outliers=np.array([150.0]))
+    as_ints = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph, outliers=np.array([150]))
+    np.testing.assert_array_equal(as_floats.confidence_, as_ints.confidence_)
+
+
+def test_validation_indices_as_a_mask_are_named_as_indices(problem):
+    X, y, _ = problem
+    with pytest.raises(ValueError, match="validation indices must be sample indices, got a boolean mask"):
+        FastProp().fit(X, y, validation=(np.arange(200) == 10, np.zeros(200, dtype=int)))
+
+
+# ------------------------------------------------ graphs
+
+
+def test_a_dense_boolean_graph_is_named_by_its_dtype():
+    with pytest.raises(ValueError, match="2-D numeric array of edge weights, got ndarray with shape .* and dtype bool"):
+        check_graph(np.eye(4, dtype=bool))
+
+
+def test_coo_duplicates_whose_sum_overflows_get_their_own_message():
+    row, col = np.array([0, 0, 1, 1]), np.array([1, 1, 0, 0])
+    graph = sp.coo_matrix((np.full(4, 3e38, dtype=np.float32), (row, col)), shape=(3, 3))
+    with pytest.raises(ValueError, match="duplicate entries whose summed weight overflows float32"):
+        check_graph(graph)
+
+
+def test_a_bsr_index_out_of_range_counts_block_columns():
+    graph = sp.bsr_matrix(np.eye(4, dtype=np.float32), blocksize=(2, 2))
+    graph.indices[0] = 5
+    with pytest.raises(ValueError, match=r"holds 5 at position 0, outside \[0, 1\]: .* the graph's 2 block columns"):
+        check_graph(graph)
+
+
+def test_refine_confidence_with_row_sums_beyond_float64(problem):
+    _, _, graph = problem
+    scores = np.ones((200, 2))
+    scores[0] = [1.7e308, 1.7e308]
+    reference = refine_confidence(graph, np.full((200, 2), 0.5), random_state=0)
+    with np.errstate(all="raise"):
+        refined = refine_confidence(graph, scores, random_state=0)
+    np.testing.assert_array_equal(refined, reference)  # every row is (1/2, 1/2) either way
+
+
+# ------------------------------------------------ the evaluation helpers
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(n_samples=300, n_outlier_classes=10**9), r"n_outlier_classes=1000000000 is out of range; allowed: \[0, 300\]"),
+    (dict(n_samples=300, overlap=1e300), r"overlap=1e\+300 is out of range"),
+    (dict(n_samples=10**12), r"make_noisy_mixture\(n_samples=1000000000000, .* needs about .* GiB of memory"),
+    (dict(n_samples=300, modes_per_class=10**9), r"modes_per_class=1000000000\) needs about .* GiB of memory"),
+])
+def test_make_noisy_mixture_refuses_what_it_could_not_make(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        make_noisy_mixture(**arguments)
+
+
+def test_calibration_error_with_more_bins_than_memory_would_hold():
+    # With 2**40 bins each confidence is alone in its bin: (|0.5 - 1| + |0.7 - 0|) / 2.
+    assert calibration_error([0.5, 0.7], [True, False], n_bins=2**40) == pytest.approx(0.6)
+    with pytest.raises(ValueError, match=r"n_bins=9223372036854775808 is out of range; allowed: \[1, 1099511627776\]"):
+        calibration_error([0.5], [True], n_bins=BEYOND_INT64)
+
+
+def test_calibration_error_matches_a_reference_with_every_bin():
+    rng = np.random.default_rng(0)
+    confidence = rng.random(1000)
+    right = rng.random(1000) < confidence
+    for n_bins in (1, 7, 10, 1000):
+        bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+        expected = sum(abs(confidence[bins == b].sum() - right[bins == b].sum()) for b in range(n_bins)) / 1000
+        assert calibration_error(confidence, right, n_bins=n_bins) == pytest.approx(expected, rel=1e-12)
+
+
+# ------------------------------------------------ the command line
+
+
+def test_cli_names_a_file_that_is_not_utf8_once(tmp_path, capsys):
+    from fastprop.cli import main
+
+    path = tmp_path / "X.csv"
+    path.write_bytes(b"\xff\xfe\x00 not text")
+    status = main(["propagate", "--features", str(path), "--out", str(tmp_path / "r.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count(f"--features {path}") == 1
+    assert err.strip().endswith("save it as UTF-8 text or give a .npy/.npz file.")
+
+
+def test_cli_validation_that_is_not_utf8_asks_for_text_only(problem, tmp_path, capsys):
+    from fastprop.cli import main
+
+    X, y, _ = problem
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    path = tmp_path / "val.csv"
+    path.write_bytes(b"\xff\xfe\x00 not text")
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                   "--validation", str(path), "--out", str(tmp_path / "r.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.strip().endswith(f"--validation {path}: not a text file (it is not UTF-8); save it "
+                                                "as UTF-8 text.")
+
+
+def test_cli_integers_beyond_int64_are_named_as_such(capsys):
+    from fastprop.cli import main
+
+    status = main(["propagate", "--features", "X.npy", "--out", "r.npz", "--seed", str(2**64)])
+    err = capsys.readouterr().err
+    assert status == 2 and f"argument --seed: {2**64} is outside int64" in err
