@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import _MAX_SHOWN, as_integer_labels
+from ._validation import _MAX_SHOWN, as_integer_labels, fits_int64
 
 class DataConversionWarning(UserWarning):
     """Labels arrived in a shape that was converted (as scikit-learn's warning of the same name)."""
@@ -44,7 +44,7 @@ def check_unlabeled(unlabeled):
         raise ValueError(
             f"unlabeled must be an int (default -1), a string or None, got {unlabeled!r}."
         )
-    if isinstance(unlabeled, numbers.Integral) and not -(2**63) <= unlabeled < 2**63:
+    if isinstance(unlabeled, numbers.Integral) and not fits_int64(unlabeled):
         raise ValueError(
             f"unlabeled={unlabeled!r} is outside int64 ([-2**63, 2**63 - 1]), the labels' type; use a small "
             "integer such as -1."
@@ -122,14 +122,7 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                 named = named.astype(str)
             elif all(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
                      for value in named):
-                outside = [value for value in named if not -(2**63) <= value < 2**63]
-                if outside:
-                    raise ValueError(
-                        f"y has label {outside[0]!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
-                        "are int64. Encode the classes as small integers, e.g. with "
-                        "numpy.unique(..., return_inverse=True)."
-                    )
-                named = as_integer_labels(named.astype(np.int64), "y")
+                named = as_integer_labels(named, "y")
             else:
                 raise ValueError(
                     "y mixes labels of different kinds (e.g. strings and numbers) or holds labels "

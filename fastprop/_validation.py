@@ -354,7 +354,7 @@ def _check_storage(graph, shape, name):
         if graph.data.ndim != 3 or graph.data.shape[1:] != (rows, columns):
             raise ValueError(f"{name}: its BSR data has shape {graph.data.shape}, not (n_blocks, {rows}, {columns}).")
         _check_compressed(graph.indptr, graph.indices, graph.data.shape[0],
-                          (shape[0] // rows, shape[1] // columns), name, major="block row", minor="block column")
+                          (shape[0] // rows, shape[1] // columns), name, major="block row", minors="block columns")
     else:
         parts = {"row": np.asarray(graph.row), "col": np.asarray(graph.col)}
         for part, array in parts.items():
@@ -366,8 +366,8 @@ def _check_storage(graph, shape, name):
             _check_index_range(array, shape[0], f"{name}: its COO {part} array")
 
 
-def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False, minor="vertex"):
-    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor), counted in ``major``s and ``minor``s.
+def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=False, minors="vertices"):
+    """Check compressed-sparse index arrays; ``shape`` is (n_major, n_minor), counted in ``major``s and ``minors``.
 
     ``indptr`` must have ``n_major + 1`` entries, start at 0, never decrease,
     and end at most at ``len(indices) == n_data`` (entries past its end are
@@ -398,16 +398,15 @@ def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=Fa
             f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
             f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
         )
-    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"], minor)
+    _check_index_range(indices[: int(indptr[-1])], n_minor, label["indices"], minors)
 
 
-def _check_index_range(indices, n_vertices, what, unit="vertex"):
+def _check_index_range(indices, n_vertices, what, units="vertices"):
     if indices.size == 0:
         return
     low, high = indices.min(), indices.max()
     if low < 0 or high >= n_vertices:
         position = int(np.argmax((indices < 0) | (indices >= n_vertices)))
-        units = "vertices" if unit == "vertex" else f"{unit}s"
         raise ValueError(
             f"{what} holds {indices[position].item()!r} at position {position}, outside "
             f"[0, {n_vertices - 1}]: every index must be one of the graph's {n_vertices} {units}. "
@@ -586,13 +585,19 @@ def check_random_state(random_state):
     )
 
 
+def fits_int64(value):
+    """Whether the Python integer ``value`` is an int64."""
+    return _INT64_MIN <= value <= _INT64_MAX
+
+
 def as_integer_labels(labels, name):
     """Return ``labels`` as int64, rejecting non-integral values and values outside int64.
 
     A uint64 label of 2**64 - 1 used to wrap around to -1 (a seed silently
     dropped), and labels >= 2**63 to -9223372036854775808.
     """
-    integral = np.issubdtype(labels.dtype, np.integer)
+    integral = np.issubdtype(labels.dtype, np.integer) or (labels.dtype == object and all(
+        isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) for value in labels.flat))
     if np.issubdtype(labels.dtype, np.floating):
         integral = np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))
     if integral:
@@ -600,12 +605,16 @@ def as_integer_labels(labels, name):
             outside = labels > _INT64_MAX
         elif labels.dtype.kind == "f":
             outside = (labels >= 2.0**63) | (labels < -(2.0**63))
+        elif labels.dtype == object:
+            outside = np.fromiter((not fits_int64(value) for value in labels.flat), dtype=bool,
+                                  count=labels.size).reshape(labels.shape)
         else:
             outside = np.zeros(labels.shape, dtype=bool)
         if outside.any():
             bad = labels[outside].flat[0]
+            bad = bad.item() if isinstance(bad, np.generic) else bad  # a Python int already in an object array
             raise ValueError(
-                f"{name} has label {bad.item()!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
+                f"{name} has label {bad!r}, outside int64 ([-2**63, 2**63 - 1]); fastprop's labels "
                 "are int64. Encode the classes as small integers, e.g. with numpy.unique(..., return_inverse=True)."
             )
         return labels.astype(np.int64)
