@@ -13,7 +13,7 @@ from ._concurrency import serialised
 from ._kernels.descriptors import N_DESCRIPTORS, structural_descriptors
 from ._validation import check_choice, check_distributions, check_graph, check_integer, check_random_state, check_real
 from .adjacency import RandomWalk
-from .linear import fit_logistic_regression, sigmoid_proba
+from .linear import feature_spread, fit_logistic_regression, sigmoid_proba
 
 __all__ = ["refine_confidence"]
 
@@ -183,8 +183,8 @@ def confnet_confidence(walk, features, confidence, candidates, *, eta, depth, l2
 
 def _feature_scale(rows):
     """A per-feature scale that keeps the logistic regression well conditioned."""
-    scale = rows.std(axis=0)
-    scale[scale == 0] = 1.0
+    scale = feature_spread(rows, axis=0)
+    scale[scale == 0] = 1.0  # a constant column (up to rounding) stays as it is
     return scale
 
 

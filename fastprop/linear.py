@@ -11,6 +11,25 @@ from scipy.special import expit, log_expit, softmax
 
 from .lbfgs import minimise
 
+#: A feature whose standard deviation is at most this share of its largest magnitude varies by
+#: rounding alone (float32 inputs carry ~6e-8 of it; a graph of equal weights ~1e-16) and counts as
+#: constant: standardised, its rounding would become values of ~1e8-1e16.
+ROUNDING_SPREAD = 1e-6
+
+
+def feature_spread(values, axis=None):
+    """The standard deviation of ``values`` (along ``axis``), 0 where it is only rounding error.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastprop.linear import feature_spread
+    >>> float(feature_spread(np.array([0.7, 0.7 + 1e-16, 0.7]))), round(float(feature_spread(np.array([0.5, 0.7]))), 3)
+    (0.0, 0.1)
+    """
+    spread = values.std(axis=axis)
+    return np.where(spread <= ROUNDING_SPREAD * np.abs(values).max(axis=axis), 0.0, spread)
+
 
 class SoftmaxLoss:
     """Multinomial cross-entropy and its gradient, as a function of the flattened parameters.

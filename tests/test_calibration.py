@@ -22,7 +22,7 @@ from fastprop.calibration import (
     ranking_with_graph_signals,
     LogStandardisation,
 )
-from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task
+from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task, outlier_auroc
 from fastprop.threshold import smoothed_threshold
 from reference import reference_density, reference_left_out_reach, reference_reach
 from reference import two_seeded_clusters_and_an_unseeded_one as mixture
@@ -122,6 +122,30 @@ def test_the_log_standardisation_is_over_the_unlabeled_and_zero_when_flat():
     flat = np.full(5, 0.3)
     assert_array_equal(LogStandardisation.fitted(flat, unlabeled)(flat), np.zeros(5))
     assert_array_equal(LogStandardisation.fitted(np.zeros(5), unlabeled)(np.zeros(5)), np.zeros(5))
+
+
+def test_a_signal_flat_up_to_rounding_standardises_to_zero():
+    # log(0.7) over 100 samples whose sums of squares leave a std of ~1e-17: rounding, not a spread.
+    rng = np.random.default_rng(0)
+    flat = np.full(100, 0.7) * (1 + 1e-15 * rng.standard_normal(100))
+    assert np.log(flat).std() > 0
+    assert_array_equal(LogStandardisation.fitted(flat, np.arange(100))(flat), np.zeros(100))
+    varied = np.full(100, 0.7) * (1 + 1e-3 * rng.standard_normal(100))
+    assert LogStandardisation.fitted(varied, np.arange(100))(varied).std() == pytest.approx(1)
+
+
+def test_a_graph_of_equal_weights_gives_new_points_density_no_say():
+    # Every fitted sample has the same density; new points' own (cosine) density must not become a switch.
+    X, y, truth, validation = mixture(seed=2)
+    graph = build_knn_graph(X, 10, random_state=0)
+    graph.data[:] = np.float32(0.7)
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph, validation=(validation, truth[validation]))
+    density = model.predictor_.calibration.confidence_map.standardisations[1]
+    assert density.spread == 0.0 and model.confidence_calibration_["right"][2] == 0.0  # its weight: the prior
+    fresh, _, fresh_truth, _ = mixture(seed=3)
+    confidence = model.predict_confidence(fresh)
+    assert_array_equal(density(np.linspace(0.1, 1.0, 7)), np.zeros(7))  # ~1e15 for a cosine density before
+    assert outlier_auroc(confidence, fresh_truth) > 0.9
 
 
 def test_a_few_zeros_do_not_squash_the_others_spread():

@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from fastprop import build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.baselines import SGC
-from fastprop.confnet import confnet_confidence, refine_confidence, structural_features
+from fastprop.confnet import _feature_scale, confnet_confidence, refine_confidence, structural_features
 from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.evaluation.protocol import make_noisy_task, outlier_auroc
 
@@ -72,3 +72,19 @@ def test_bad_inputs_say_what_is_wrong(noisy):
     tiny = build_knn_graph(features[:3], 2)
     assert_array_equal(refine_confidence(tiny, good[:3], confidence=np.array([0.2, 0.5, 0.9]), labeled=[0, 1]),
                        [0.2, 0.5, 0.9])  # one unlabeled sample: nothing to learn from
+
+
+def test_a_descriptor_flat_up_to_rounding_does_not_switch_confnet_off(noisy):
+    # A graph of equal weights: the mean and largest edge weight descriptors are 0.3 everywhere, up to
+    # ~1e-17 of rounding; divided by that "spread" they reached ~1e16 and the fit stopped at its start.
+    features, task, graph = noisy
+    flat = graph.copy()
+    flat.data[:] = np.float32(0.3)
+    model = SGC().fit(features, task.y, graph=flat)
+    seeds = task.y >= 0
+    refined = refine_confidence(flat, model.label_distributions_, labeled=seeds, combine="confnet", random_state=0)
+    unlabeled = refined[~seeds]
+    assert np.ptp(unlabeled) > 0.5
+    assert outlier_auroc(unlabeled, task.truth[~seeds]) > 0.6
+    scale = _feature_scale(np.c_[np.full(50, 0.3) + 1e-17 * np.arange(50), np.arange(50.0)])
+    assert scale[0] == 1.0 and scale[1] == pytest.approx(np.arange(50.0).std())
