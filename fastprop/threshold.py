@@ -28,6 +28,9 @@ CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
 #: The thresholds :func:`smoothed_threshold` scores, and how many validation samples it smooths at a time.
 SMOOTHING_GRID = np.linspace(0.0, 1.0, 1025)
 SMOOTHING_BLOCK = 4096
+#: Bandwidths above the largest validation confidence from which :func:`smoothed_threshold` leaves the
+#: grid to its "reject everything" end: a ramp there is below ``sigmoid(-30) ~ 1e-13`` (and soon 0).
+RAMP_REACH = 30.0
 #: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
 REJECT_ALL = float(np.nextafter(1.0, 2.0))
 #: ``"auto"``'s threshold once the provisional classes have made the confidence a blend of class
@@ -224,8 +227,11 @@ def smoothed_threshold(confidence, predicted, truth):
         block = slice(begin, begin + SMOOTHING_BLOCK)
         ramps = expit((scores[None, block] - SMOOTHING_GRID[:, None]) / bandwidth)
         smoothed += ramps @ worth[block]
-    candidates = np.r_[-np.inf, SMOOTHING_GRID, np.inf]
-    return float(candidates[int(np.argmax(np.r_[worth.sum(), smoothed, 0.0]))])
+    # Past the ramps' reach every ramp has underflowed to 0 and the grid would tie with "reject
+    # everything"; those thresholds reject every validation sample, which the +inf end says.
+    reached = SMOOTHING_GRID <= scores.max(initial=-np.inf) + RAMP_REACH * bandwidth
+    candidates = np.r_[-np.inf, SMOOTHING_GRID[reached], np.inf]
+    return float(candidates[int(np.argmax(np.r_[worth.sum(), smoothed[reached], 0.0]))])
 
 
 def otsu_threshold(confidence, n_bins=256):

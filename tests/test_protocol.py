@@ -255,6 +255,10 @@ def test_smoothed_threshold_ends_and_degenerate_cases():
     # Every prediction right: rejecting nothing. Every sample an outlier: rejecting everything.
     assert smoothed_threshold([0.2, 0.5, 0.9], [0, 1, 1], [0, 1, 1]) == -np.inf
     assert smoothed_threshold([0.2, 0.5, 0.9], [0, 1, 1], [-1, -1, -1]) == np.inf
+    # Outliers all near 0, a narrow bandwidth: far above them every ramp underflows to 0, which must not
+    # tie with rejecting everything (it picked a threshold of ~0.8, accepting anything above it).
+    low = np.linspace(0.0, 0.009, 60)  # bandwidth 0.001: a ramp underflows 0.78 above them
+    assert smoothed_threshold(low, np.zeros(60, dtype=int), np.full(60, -1)) == np.inf
     # One confidence for all (bandwidth 0): the exact rule.
     args = ([0.4, 0.4, 0.4], [0, 0, 1], [-1, -1, 1])
     assert smoothed_threshold(*args) == choose_threshold(*args)
