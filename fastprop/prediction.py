@@ -5,7 +5,8 @@ each sample's whole-graph neighbourhood, ``softmax(S^depth L + b)`` with
 ``S = D~^-1 (W + I)`` the random walk with self loops and ``L = (X / |X|) W``
 its logits. A new point ``x`` joins that graph as a vertex with edges to its
 ``n_neighbors`` nearest fitted samples (weight ``max(cos, 0)``, as the graph's
-own edges) and no edge pointing back, so no fitted sample's neighbourhood
+own edges; on a graph of other weights, put on their scale:
+:func:`graph_weight_map`) and no edge pointing back, so no fitted sample's neighbourhood
 changes. Its smoothed logits then follow from the fitted samples' levels
 ``S^k L`` (``k < depth``), which the fit keeps:
 
@@ -74,6 +75,13 @@ N_QUANTILES = 1025
 #: 1 (bench/RESULTS.md): points a cell with outliers, 0.5 / 1 / 5% seeds, +0.44 / +0.74 / +0.33 at 0.5 and
 #: +0.69 / +0.80 / +0.25 at 1 over 0, HWU64 at 0.5% seeds losing up to 0.8 points at 1.
 NEIGHBOURHOOD_SHARE = 0.5
+#: Edges of the fitted graph :func:`graph_weight_map` compares with their cosine similarities, at most,
+#: and how many it takes at a time (float32 pairs of rows: 6 MB at 384 features).
+WEIGHT_SAMPLE_EDGES = 8192
+WEIGHT_SAMPLE_BLOCK = 2048
+#: A graph whose sampled weights are all within this of ``max(cos, 0)`` has cosine weights (float32
+#: products, these and hnswlib's distances, round at ~1e-6), and new points' weights stay as they are.
+COSINE_WEIGHT_TOLERANCE = 1e-4
 #: hnswlib settings of the index built for new points (as :func:`fastprop.build_knn_graph`'s).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
@@ -125,6 +133,7 @@ class NeighbourhoodPredictor:
         self.build_jobs = build_jobs
         self.index = None
         self.calibration = calibration
+        self.to_graph_weights = graph_weight_map(graph, features, row_scale)
         if calibration is None:
             agreement_values = graph_agreement(graph, confidence, fitted_class)[unlabeled]
             self.to_confidence_scale = QuantileMap(agreement_values, confidence[unlabeled])
@@ -135,6 +144,8 @@ class NeighbourhoodPredictor:
     def nbytes(self):
         """Bytes held for prediction besides the fitted embeddings (which ``fit`` was given)."""
         arrays = [*self.scorer.arrays, self.confidence, self.fitted_class, *self.to_confidence_scale.arrays]
+        if self.to_graph_weights is not None:
+            arrays += self.to_graph_weights.arrays
         if self.calibration is not None:
             arrays += self.calibration.arrays
         if self.row_scale is not None:
@@ -152,7 +163,8 @@ class NeighbourhoodPredictor:
         -------
         indices : ndarray of shape (n_rows, n_neighbors), int64
         weights : ndarray of shape (n_rows, n_neighbors), float64
-            ``max(cos, 0)``.
+            ``max(cos, 0)``, on the fitted graph's scale when its weights are
+            not cosine similarities (:func:`graph_weight_map`).
         """
         n_rows, k = unit.shape[0], self.n_neighbors
         if self.features.shape[0] <= EXACT_SEARCH_MAX_SAMPLES:
@@ -171,7 +183,10 @@ class NeighbourhoodPredictor:
             index.set_ef(max(2 * k, 64))
             labels, distances = index.knn_query(unit, k=k)
             indices, similarities = labels.astype(np.int64), 1.0 - distances
-        return indices, np.maximum(similarities.astype(np.float64), 0.0)
+        weights = np.maximum(similarities.astype(np.float64), 0.0)
+        if self.to_graph_weights is not None:
+            weights = np.where(weights > 0, self.to_graph_weights(weights), 0.0)
+        return indices, weights
 
     def _hnsw(self):
         if self.index is None:
@@ -235,6 +250,50 @@ class NeighbourhoodPredictor:
     def confidence_quantiles(self):
         """The quantiles of the fitted confidence new points' agreement is mapped onto."""
         return self.to_confidence_scale.target_quantiles
+
+
+def graph_weight_map(graph, features, row_scale):
+    """The map from a new point's cosine similarities to the fitted graph's weights; None for a cosine graph.
+
+    A graph given to ``fit`` may weigh its edges otherwise than
+    :func:`fastprop.build_knn_graph` (``max(cos, 0)``): scaled, a kernel of
+    the distance, binary. A new point's edges must be on the same scale, or
+    its local density, its walk's stay and its neighbours' weights are read
+    against the wrong ones. Up to :data:`WEIGHT_SAMPLE_EDGES` edges of the
+    graph, evenly spaced in its storage, give pairs of cosine similarity and
+    weight; the quantiles of the first are mapped onto the quantiles of the
+    second (:class:`QuantileMap`: exact for an increasing function of the
+    cosine, the best increasing guess otherwise). When every sampled weight is
+    within :data:`COSINE_WEIGHT_TOLERANCE` of ``max(cos, 0)``, new points'
+    weights stay as they are (None).
+
+    Parameters
+    ----------
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    features : ndarray of shape (n_samples, n_features), float32
+    row_scale : ndarray of shape (n_samples,) or None
+        Inverse row norms (None: unit rows).
+
+    Returns
+    -------
+    QuantileMap or None
+    """
+    if graph.nnz == 0:
+        return None
+    positions = np.arange(0, graph.nnz, max(1, graph.nnz // WEIGHT_SAMPLE_EDGES))
+    rows = np.searchsorted(graph.indptr, positions, side="right") - 1
+    columns = graph.indices[positions]
+    cosine = np.empty(positions.size)
+    for begin in range(0, positions.size, WEIGHT_SAMPLE_BLOCK):
+        block = slice(begin, begin + WEIGHT_SAMPLE_BLOCK)
+        cosine[block] = np.einsum("ij,ij->i", features[rows[block]], features[columns[block]])
+    if row_scale is not None:
+        cosine *= row_scale[rows] * row_scale[columns]
+    cosine = np.maximum(cosine, 0.0)
+    weights = graph.data[positions].astype(np.float64)
+    if np.abs(weights - cosine).max() <= COSINE_WEIGHT_TOLERANCE:
+        return None
+    return QuantileMap(cosine, weights)
 
 
 class QuantileMap:

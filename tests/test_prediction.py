@@ -10,6 +10,7 @@ from scipy.special import softmax
 import fastprop.prediction as prediction
 from fastprop import FastProp
 from fastprop._estimator_protocol import NotFittedError
+from fastprop.rows import inverse_norms
 from reference import assert_own_rows_give_fitted_labels
 
 
@@ -190,3 +191,54 @@ def test_prediction_errors_say_what_is_wrong(fitted):
         model.predict(np.full((1, 8), np.nan))
     with pytest.raises(ValueError, match="y 7 are not classes of y"):
         model.score(X[:2], [0, 7])
+
+
+# ------------------------------------------------ a graph of other weights than cosine similarities
+
+
+def _edge_cosines(graph, X):
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    rows = np.repeat(np.arange(graph.shape[0]), np.diff(graph.indptr))
+    return np.maximum(np.einsum("ij,ij->i", unit[rows].astype(np.float64), unit[graph.indices]), 0.0)
+
+
+@pytest.mark.parametrize("method", ["exact", "hnsw"])
+def test_a_cosine_graph_leaves_new_points_weights_as_they_are(method):
+    from fastprop import build_knn_graph
+
+    X, _, _ = clusters()
+    graph = build_knn_graph(X, 6, method=method, random_state=0)
+    assert prediction.graph_weight_map(graph, X, inverse_norms(X)) is None
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    assert prediction.graph_weight_map(graph, unit, None) is None
+
+
+@pytest.mark.parametrize("kernel", [lambda c: 1e-3 * c, lambda c: 1e3 * c, lambda c: np.exp(-(2 - 2 * c) / 0.5)],
+                         ids=["scaled down", "scaled up", "gaussian kernel"])
+def test_new_points_weights_go_on_the_scale_of_the_graph_s_own(kernel):
+    from fastprop import build_knn_graph
+
+    X, _, _ = clusters()
+    graph = build_knn_graph(X, 6, random_state=0)
+    graph.data = kernel(graph.data.astype(np.float64)).astype(np.float32)
+    mapping = prediction.graph_weight_map(graph, X, inverse_norms(X))
+    cosine = _edge_cosines(graph, X)
+    # An increasing function of the cosine: its quantiles are recovered, to the grid's interpolation.
+    assert_allclose(mapping(cosine), graph.data, rtol=0.02, atol=1e-3 * graph.data.max())
+
+
+def test_new_points_on_a_scaled_graph_are_judged_as_its_fitted_samples():
+    # Scaled down 1000-fold, every new outlier got confidence 1 (a density 1000 times the fitted ones'),
+    # and the fitted samples as new points a confidence uncorrelated with their own.
+    from fastprop import build_knn_graph
+
+    X, y, truth = clusters(seed=4)
+    rng = np.random.default_rng(4)
+    validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=40, replace=False))
+    graph = build_knn_graph(X, 6, random_state=0)
+    graph.data *= np.float32(1e-3)
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y, graph=graph, validation=(validation, truth[validation]))
+    assert np.corrcoef(model.predict_confidence(X), model.confidence_)[0, 1] > 0.8
+    X_new, _, truth_new = clusters(seed=5)
+    fitted_rejected = np.mean(model.transduction_[truth < 0] == -1)
+    assert np.mean(model.predict(X_new)[truth_new < 0] == -1) >= fitted_rejected - 0.15
