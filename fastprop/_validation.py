@@ -675,13 +675,17 @@ def check_distributions(distributions, n_samples, *, name="label_distributions")
     return array / totals
 
 
-def check_scores(confidence, predicted, truth):
+def check_scores(confidence, predicted, truth, *, ranking_only=False):
     """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
 
-    Used by the outlier-threshold rules and the benchmark protocol. ``predicted`` may be None
-    (only ``confidence`` and ``truth`` are checked).
+    Used by the outlier-threshold rules and the benchmark protocol. With
+    ``ranking_only`` (an AUROC) ``predicted`` is not needed and must be None.
     Returns float64 ``confidence`` and int64 ``predicted`` (or None) and ``truth``.
     """
+    for name, value in (("confidence", confidence), ("truth", truth)) + (() if ranking_only else
+                                                                       (("predicted", predicted),)):
+        if value is None:
+            raise ValueError(f"{name} is None; pass an array of one value per sample.")
     arrays = {"confidence": np.asarray(confidence), "predicted": predicted, "truth": truth}
     arrays = {name: np.asarray(a) for name, a in arrays.items() if a is not None}
     for name, array in arrays.items():

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from ._validation import check_scores
+from ._validation import check_integer, check_scores
 
 __all__ = ["choose_threshold", "smoothed_threshold", "smoothing_bandwidth", "accuracy_with_rejection",
            "automatic_threshold", "otsu_threshold", "OutlierThresholdWarning"]
@@ -31,6 +31,8 @@ SMOOTHING_BLOCK = 4096
 #: Bandwidths above the largest validation confidence from which :func:`smoothed_threshold` leaves the
 #: grid to its "reject everything" end: a ramp there is below ``sigmoid(-30) ~ 1e-13`` (and soon 0).
 RAMP_REACH = 30.0
+#: :func:`otsu_threshold`'s histogram bins at most.
+MAX_OTSU_BINS = 2**20
 #: ``outlier_threshold_`` when every unlabeled sample is rejected: above any confidence in [0, 1].
 REJECT_ALL = float(np.nextafter(1.0, 2.0))
 #: ``"auto"``'s threshold once the provisional classes have made the confidence a blend of class
@@ -88,7 +90,10 @@ def accuracy_with_rejection(confidence, predicted, truth, threshold):
     scores, predicted, truth = check_scores(confidence, predicted, truth)
     if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
         raise ValueError(f"threshold must be a real number, got {threshold!r}.")
-    threshold = float(threshold)
+    try:
+        threshold = float(threshold)
+    except OverflowError:  # an integer past float64's range: above or below every confidence
+        threshold = np.inf if threshold > 0 else -np.inf
     if np.isnan(threshold):
         raise ValueError("threshold is NaN; pass a real number (-inf rejects nothing).")
     accepted = scores >= threshold
@@ -171,7 +176,7 @@ def smoothing_bandwidth(confidence):
     The IQR term is dropped when it is 0 (more than half the values equal);
     0 for fewer than two values or when all are equal.
     """
-    confidence = np.asarray(confidence, dtype=np.float64)
+    confidence = _confidences(confidence)
     if confidence.size < 2 or confidence.min() == confidence.max():
         return 0.0
     spread = confidence.std(ddof=1)
@@ -215,6 +220,11 @@ def smoothed_threshold(confidence, predicted, truth):
     float
     """
     scores, predicted, truth = check_scores(confidence, predicted, truth)
+    if scores.min() < 0 or scores.max() > 1:
+        raise ValueError(
+            "smoothed_threshold reads the confidence on [0, 1] (its grid of thresholds); got values in "
+            f"[{float(scores.min())!r}, {float(scores.max())!r}]. Use choose_threshold for scores on another scale."
+        )
     bandwidth = smoothing_bandwidth(scores)
     if bandwidth <= 0:
         return choose_threshold(scores, predicted, truth)
@@ -234,13 +244,29 @@ def smoothed_threshold(confidence, predicted, truth):
     return float(candidates[int(np.argmax(np.r_[worth.sum(), smoothed[reached], 0.0]))])
 
 
+def _confidences(confidence):
+    """``confidence`` as a 1-D float64 array of finite real numbers (it may be empty)."""
+    if confidence is None:
+        raise ValueError("confidence is None; pass an array of one value per sample.")
+    array = np.asarray(confidence)
+    if array.ndim != 1:
+        raise ValueError(f"confidence must be 1-D (n_samples,), got shape {array.shape}.")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"confidence must hold real numbers, got dtype {array.dtype}.")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise ValueError("confidence has NaN or infinite values; all confidences must be finite.")
+    return array
+
+
 def otsu_threshold(confidence, n_bins=256):
     """Otsu's split of a confidence histogram on [0, 1].
 
     The threshold (a bin edge) that maximises the between-class variance of
-    the two groups it makes.
+    the two groups it makes; values outside [0, 1] are not counted.
     """
-    histogram, edges = np.histogram(confidence, bins=n_bins, range=(0.0, 1.0))
+    n_bins = check_integer("n_bins", n_bins, low=1, high=MAX_OTSU_BINS)
+    histogram, edges = np.histogram(_confidences(confidence), bins=n_bins, range=(0.0, 1.0))
     centres = 0.5 * (edges[1:] + edges[:-1])
     weight_low = np.cumsum(histogram).astype(np.float64)
     weight_high = weight_low[-1] - weight_low
@@ -266,7 +292,7 @@ def automatic_threshold(confidence):
     0% and 50% outliers (bench/RESULTS.md, issue #16).
     With a few samples of known truth, pass ``validation`` to ``fit`` instead.
     """
-    confidence = np.asarray(confidence, dtype=np.float64)
+    confidence = _confidences(confidence)
     if confidence.size == 0:
         return 0.0
     return 0.5 * otsu_threshold(np.clip(confidence, 0.0, 1.0))

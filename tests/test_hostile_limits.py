@@ -17,8 +17,11 @@ import scipy.sparse as sp
 from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
 from fastprop._files import read_npy
 from fastprop._validation import check_graph
-from fastprop.evaluation.datasets import make_noisy_mixture
-from fastprop.evaluation.protocol import calibration_error
+from fastprop.evaluation.benchmark import load_benchmark_data, make_method, run_table
+from fastprop.evaluation.datasets import load_embeddings, make_noisy_mixture
+from fastprop.evaluation.protocol import calibration_error, make_noisy_task, outlier_auroc
+from fastprop.threshold import (accuracy_with_rejection, automatic_threshold, choose_threshold, otsu_threshold,
+                                smoothed_threshold, smoothing_bandwidth)
 
 BEYOND_INT64 = 2**63
 
@@ -328,3 +331,68 @@ def test_cli_integers_beyond_int64_are_named_as_such(capsys):
     status = main(["propagate", "--features", "X.npy", "--out", "r.npz", "--seed", str(2**64)])
     err = capsys.readouterr().err
     assert status == 2 and f"argument --seed: {2**64} is outside int64" in err
+
+
+# ------------------------------------------------ the threshold rules and the evaluation package's arguments
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: accuracy_with_rejection([0.9, 0.2, 0.3], None, [1, -1, 0], 0.5), "predicted is None"),
+    (lambda: choose_threshold([0.1], [0], None), "truth is None"),
+    (lambda: outlier_auroc([0.2, 0.1], None), "truth is None"),
+    (lambda: smoothing_bandwidth([np.nan, 0.5, 0.2]), "confidence has NaN or infinite values"),
+    (lambda: automatic_threshold([np.nan, 0.5]), "confidence has NaN or infinite values"),
+    (lambda: otsu_threshold(None), "confidence is None"),
+    (lambda: otsu_threshold(["a", "b"]), "confidence must hold real numbers"),
+    (lambda: otsu_threshold([0.1, 0.9], n_bins=1.5), "n_bins must be an integer"),
+    (lambda: smoothed_threshold([1.7e308, 0.0, 0.5], [0, 0, 0], [0, -1, 0]), "reads the confidence on \\[0, 1\\]"),
+    (lambda: calibration_error([1.0, 1.0], ["False", "False"]), "correct must hold booleans"),
+    (lambda: calibration_error([1.0, 1.0], [2, 5]), "correct must hold booleans"),
+    (lambda: calibration_error([1 + 1j], [True]), "confidence must hold real numbers"),
+    (lambda: make_method(None, 0), "method name must be a string"),
+    (lambda: make_method("SGC", 0, bogus=1), "SGC has no parameter 'bogus'; its parameters: depth"),
+    (lambda: load_embeddings(None), "path must be a str or os.PathLike"),
+    (lambda: make_noisy_mixture(50, 2, class_imbalance=1e308), r"class_imbalance=1e\+308 is out of range"),
+    (lambda: make_noisy_mixture(50, n_classes=10**12), "n_samples=50 leaves 40 in-class samples"),
+])
+def test_evaluation_helpers_say_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_threshold_beyond_float64_rejects_everything_or_nothing():
+    args = ([0.9, 0.2, 0.3], [1, 0, 0], [1, -1, 0])
+    assert accuracy_with_rejection(*args, 10**400) == accuracy_with_rejection(*args, np.inf) == pytest.approx(1 / 3)
+    assert accuracy_with_rejection(*args, -(10**400)) == accuracy_with_rejection(*args, -np.inf) == pytest.approx(2 / 3)
+
+
+def test_calibration_error_reads_zero_one_integers_as_booleans():
+    assert calibration_error([0.9, 0.1], [1, 0]) == calibration_error([0.9, 0.1], [True, False])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(n_seeds=0), r"n_seeds=0 is out of range"),
+    (dict(methods=("SGC", "SGC")), "methods has a value twice"),
+    (dict(noise_ratios=(0.1, 0.1)), "noise_ratios has a value twice"),
+    (dict(methods="SGC"), "methods and noise_ratios must be sequences"),
+    (dict(noise_ratios=0.1), "methods and noise_ratios must be sequences"),
+])
+def test_run_table_checks_its_arguments_before_any_work(arguments, message):
+    X, y = make_noisy_mixture(300, 3, random_state=0)
+    with pytest.raises(ValueError, match=message):
+        run_table(X, y, 3, **{"methods": ("SGC",), **arguments})
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-25])
+def test_benchmark_rows_of_extreme_scale_are_normalised_exactly(tmp_path, scale):
+    path = tmp_path / "pool.npz"
+    np.savez(path, X=np.array([[scale, scale], [1.0, 2.0]], dtype=np.float32), y=[0, 1])
+    X, _ = load_benchmark_data(path)
+    np.testing.assert_allclose(X, [[2**-0.5, 2**-0.5], [5**-0.5, 2 * 5**-0.5]], rtol=1e-6)
+
+
+def test_a_task_subset_of_a_sparse_matrix_says_so():
+    _, y = make_noisy_mixture(300, 3, random_state=0)
+    task = make_noisy_task(y, 3, label_ratio=0.05, noise_ratio=0.2, random_state=0)
+    with pytest.raises(ValueError, match="X is a scipy.sparse matrix; pass a dense array"):
+        task.subset(sp.csr_matrix(np.ones((300, 2))))

@@ -14,6 +14,7 @@ Only NumPy and SciPy are needed; the optional scikit-learn reference row
 
 import gc
 import math
+import numbers
 import time
 
 import numpy as np
@@ -32,6 +33,7 @@ from ..baselines import (
 from ..confnet import refine_confidence
 from ..estimator import FastProp
 from ..graph import build_knn_graph
+from .._validation import check_features, check_integer
 from .datasets import load_embeddings, make_noisy_mixture
 from .protocol import calibration_error, evaluate, make_noisy_task
 
@@ -102,19 +104,24 @@ def make_method(name, random_state, **params):
     -------
     estimator
     """
+    if not isinstance(name, str):
+        raise ValueError(f"method name must be a string, got {name!r}.")
     if name.endswith(CONFNET_SUFFIX) and name[: -len(CONFNET_SUFFIX)] != SKLEARN_REFERENCE:
         name = name[: -len(CONFNET_SUFFIX)]
-    if name in _SEEDED:
-        return _SEEDED[name](random_state=random_state, **params)
-    if name in _UNSEEDED:
-        return _UNSEEDED[name](**params)
+    if name in _SEEDED or name in _UNSEEDED:
+        method = _SEEDED.get(name, _UNSEEDED.get(name))
+        unknown = sorted(set(params) - set(method().get_params()))
+        if unknown:
+            raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: "
+                             f"{', '.join(sorted(method().get_params()))}.")
+        return method(random_state=random_state, **params) if name in _SEEDED else method(**params)
     if name == SKLEARN_REFERENCE:
         from sklearn.semi_supervised import LabelSpreading as SklearnLabelSpreading
 
         return SklearnLabelSpreading(**{"kernel": "knn", "n_neighbors": 30, **params})
-    allowed = ", ".join(repr(n) for n in (*METHOD_NAMES, SKLEARN_REFERENCE))
+    allowed = ", ".join(repr(n) for n in METHOD_NAMES)
     raise ValueError(f"method name={name!r} is unknown; allowed: {allowed}, each optionally followed by "
-                     f"{CONFNET_SUFFIX!r}.")
+                     f"{CONFNET_SUFFIX!r}, and {SKLEARN_REFERENCE!r}.")
 
 
 def run_method(name, X, task, graph, random_state, *, params=None, return_model=False, fitted=None):
@@ -160,6 +167,8 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         start = time.perf_counter() - fitted["seconds"]
         cpu_start = time.process_time() - fitted["cpu_seconds"]
     else:
+        if params is not None and not isinstance(params, dict):
+            raise ValueError(f"params must be a dict of parameter values, got {params!r}.")
         model = make_method(name, random_state, **(params or {}))
         features = task.subset(X)
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -288,6 +297,12 @@ def run_table(
         of a mean; std is the sample std, 0 for one seed), and
         ``accuracy_runs``, the per-seed accuracies.
     """
+    if isinstance(methods, str) or isinstance(noise_ratios, (str, numbers.Real)):
+        raise ValueError("methods and noise_ratios must be sequences, e.g. methods=('SGC',), noise_ratios=(0.3,).")
+    n_seeds = check_integer("n_seeds", n_seeds, low=1)
+    for what, values in (("methods", methods), ("noise_ratios", noise_ratios)):
+        if len(set(values)) != len(values):
+            raise ValueError(f"{what} has a value twice ({list(values)!r}); each row would mix both runs.")
     for name in methods:
         make_method(name, 0)  # unknown names fail before any work
     if warm_up:
@@ -408,5 +423,6 @@ def load_benchmark_data(path, *, normalise=True):
     if y is None:
         raise ValueError(f"path={str(path)!r} holds no labels 'y'; a benchmark pool needs them.")
     if normalise:
+        X = check_features(X, name=f"path={str(path)!r}: X", rescale_rows=True)  # no row whose norm overflows
         X = X / np.linalg.norm(X, axis=1, keepdims=True)
     return np.ascontiguousarray(X, dtype=np.float32), y

@@ -8,6 +8,7 @@ next to real classes. :func:`load_embeddings` reads an ``.npz`` or ``.npy``
 file of embeddings without unpickling anything.
 """
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +25,10 @@ from .._validation import (
 
 __all__ = ["make_noisy_mixture", "load_embeddings"]
 
-#: make_noisy_mixture's largest ``overlap``: far past pure noise, and its float32 rows stay finite.
+#: make_noisy_mixture's largest ``overlap`` (far past pure noise; its float32 rows stay finite) and
+#: ``class_imbalance`` (the class sizes' weights stay finite).
 MAX_OVERLAP = 1e6
+MAX_CLASS_IMBALANCE = 1e12
 
 # Geometry of make_noisy_mixture, in its latent space of dimension r. An offset
 # "f g" is a Gaussian vector g of per-coordinate scale 1/sqrt(r), so of norm
@@ -139,7 +142,7 @@ def make_noisy_mixture(
     modes_per_class : int, default=3
         Sub-modes per class (real and unlisted); 1 gives one blob per class.
     class_imbalance : float, default=5.0
-        Size of the largest real class over the smallest, ``>= 1`` (1 = balanced).
+        Size of the largest real class over the smallest, in ``[1, 1e12]`` (1 = balanced).
     overlap : float, default=1.0
         Noise around each sub-mode relative to the calibrated default, in
         ``(0, 1e6]``. Larger is harder: 30-NN accuracy is about 0.99 at 0.6
@@ -174,12 +177,20 @@ def make_noisy_mixture(
     n_features = check_integer("n_features", n_features, low=2)
     intrinsic_dim = check_integer("intrinsic_dim", intrinsic_dim, low=2)
     modes_per_class = check_integer("modes_per_class", modes_per_class, low=1)
-    class_imbalance = check_real("class_imbalance", class_imbalance, low=1)
+    class_imbalance = check_real("class_imbalance", class_imbalance, low=1, high=MAX_CLASS_IMBALANCE)
     overlap = check_real("overlap", overlap, low=0, high=MAX_OVERLAP, low_inclusive=False)
     outlier_fraction = check_real(
         "outlier_fraction", outlier_fraction, low=0, high=1, high_inclusive=False
     )
     diffuse_fraction = check_real("diffuse_fraction", diffuse_fraction, low=0, high=1)
+    n_outliers = round(outlier_fraction * n_samples)
+    n_inliers = n_samples - n_outliers
+    if n_inliers < n_classes:
+        raise ValueError(
+            f"n_samples={n_samples!r} leaves {n_inliers} in-class samples (after "
+            f"outlier_fraction={outlier_fraction!r}) for n_classes={n_classes!r}; every class "
+            "needs at least one sample. Raise n_samples or lower outlier_fraction."
+        )
     if n_outlier_classes is None:
         n_outlier_classes = max(1, n_classes // 4)
     n_outlier_classes = check_integer("n_outlier_classes", n_outlier_classes, low=0, high=n_samples)
@@ -190,14 +201,6 @@ def make_noisy_mixture(
                  f"make_noisy_mixture(n_samples={n_samples}, n_features={n_features}, "
                  f"modes_per_class={modes_per_class})", "lower n_samples, n_features or modes_per_class.")
 
-    n_outliers = round(outlier_fraction * n_samples)
-    n_inliers = n_samples - n_outliers
-    if n_inliers < n_classes:
-        raise ValueError(
-            f"n_samples={n_samples!r} leaves {n_inliers} in-class samples (after "
-            f"outlier_fraction={outlier_fraction!r}) for n_classes={n_classes!r}; every class "
-            "needs at least one sample. Raise n_samples or lower outlier_fraction."
-        )
     n_diffuse = round(diffuse_fraction * n_outliers)
     if n_outlier_classes == 0 and n_diffuse < n_outliers:
         raise ValueError(
@@ -279,6 +282,8 @@ def load_embeddings(path):
     >>> X.dtype, y.tolist()
     (dtype('float32'), [0, 1, -1])
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a str or os.PathLike naming a .npz or .npy file, got {path!r}.")
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".npy"):

@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.stats import rankdata
 
 from .._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
@@ -112,6 +113,8 @@ class NoisyTask:
         -------
         ndarray of shape (n_task, ...)
         """
+        if sp.issparse(X):
+            raise ValueError("X is a scipy.sparse matrix; pass a dense array (X.toarray()) of the pool's rows.")
         array = np.asarray(X)
         if array.ndim == 0 or array.shape[0] != self.n_pool:
             raise ValueError(
@@ -262,7 +265,7 @@ def outlier_auroc(confidence, truth):
     >>> outlier_auroc([0.9, 0.4, 0.4, 0.1], [0, 1, -1, -1])
     0.875
     """
-    scores, _, truth = check_scores(confidence, None, truth)
+    scores, _, truth = check_scores(confidence, None, truth, ranking_only=True)
     positive = truth != -1
     n_positive = int(positive.sum())
     n_negative = scores.size - n_positive
@@ -302,8 +305,15 @@ def calibration_error(confidence, correct, n_bins=10):
     0.25
     """
     check_integer("n_bins", n_bins, low=1, high=MAX_BINS)
+    if np.iscomplexobj(confidence):
+        raise ValueError("confidence must hold real numbers, got complex ones.")
     scores = np.asarray(confidence, dtype=np.float64)
-    correct = np.asarray(correct, dtype=bool)
+    correct = np.asarray(correct)
+    if correct.dtype != bool:
+        numeric = np.issubdtype(correct.dtype, np.integer) or np.issubdtype(correct.dtype, np.floating)
+        if not (numeric and np.isin(correct, (0, 1)).all()):
+            raise ValueError(f"correct must hold booleans (or 0 / 1), got dtype {correct.dtype}.")
+        correct = correct.astype(bool)
     if scores.ndim != 1 or correct.shape != scores.shape:
         raise ValueError(f"confidence and correct must be 1-d of one length, got shapes {scores.shape} and "
                          f"{correct.shape}.")
