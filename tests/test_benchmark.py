@@ -203,3 +203,9 @@ def test_run_table_refines_the_fitted_method_for_its_confnet_row(pool):
     assert row["outlier_auroc_mean"] == alone["outlier_auroc"] and row["accuracy_mean"] == alone["accuracy"]
     sgc = next(row for row in rows if row["method"] == "SGC")
     assert row["seconds_mean"] >= sgc["seconds_mean"]
+
+
+def test_format_markdown_shows_a_numpy_nan_as_missing():
+    rows = [dict(_row("A", 0.3, np.float32("nan"), std=np.float32(0.01))), _row("B", 0.3, 0.6)]
+    line_a = next(line for line in format_markdown(rows).splitlines() if line.startswith("| A "))
+    assert line_a.split("|")[2].strip() == "—"

@@ -345,9 +345,9 @@ def run_table(
 
 
 def _percent(mean, std):
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+    if mean is None or math.isnan(mean):  # a NumPy float too, e.g. float32
         return "—"
-    if std is None or (isinstance(std, float) and math.isnan(std)):
+    if std is None or math.isnan(std):
         return f"{100 * mean:.2f}"
     return f"{100 * mean:.2f} ± {100 * std:.2f}"
 
