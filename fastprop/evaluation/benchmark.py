@@ -110,10 +110,10 @@ def make_method(name, random_state, **params):
         name = name[: -len(CONFNET_SUFFIX)]
     if name in _SEEDED or name in _UNSEEDED:
         method = _SEEDED.get(name, _UNSEEDED.get(name))
-        unknown = sorted(set(params) - set(method().get_params()))
+        known = method().get_params()
+        unknown = sorted(set(params) - set(known))
         if unknown:
-            raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: "
-                             f"{', '.join(sorted(method().get_params()))}.")
+            raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}.")
         return method(random_state=random_state, **params) if name in _SEEDED else method(**params)
     if name == SKLEARN_REFERENCE:
         from sklearn.semi_supervised import LabelSpreading as SklearnLabelSpreading
