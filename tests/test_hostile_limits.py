@@ -19,9 +19,10 @@ from fastprop._files import read_npy
 from fastprop._validation import check_graph
 from fastprop.evaluation.benchmark import load_benchmark_data, make_method, run_table
 from fastprop.evaluation.datasets import load_embeddings, make_noisy_mixture
-from fastprop.evaluation.protocol import calibration_error, make_noisy_task, outlier_auroc
+from fastprop.evaluation.protocol import NoisyTask, calibration_error, evaluate, make_noisy_task, outlier_auroc
 from fastprop.threshold import (accuracy_with_rejection, automatic_threshold, choose_threshold, otsu_threshold,
                                 smoothed_threshold, smoothing_bandwidth)
+from test_protocol import _hand_task
 
 BEYOND_INT64 = 2**63
 
@@ -396,3 +397,37 @@ def test_a_task_subset_of_a_sparse_matrix_says_so():
     task = make_noisy_task(y, 3, label_ratio=0.05, noise_ratio=0.2, random_state=0)
     with pytest.raises(ValueError, match="X is a scipy.sparse matrix; pass a dense array"):
         task.subset(sp.csr_matrix(np.ones((300, 2))))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(validation=(np.array([2, 30]), np.array([0, -1]))), r"validation positions must be task-local positions"),
+    (dict(evaluation=np.array([4, 99])), r"evaluation must be task-local positions in \[0, 9\]"),
+    (dict(validation=None), "a NoisyTask's arrays must be integer"),
+    (dict(validation=(np.array([2, 3]), np.array([0, 1]))), "validation's truth must be NoisyTask.truth"),
+    (dict(classes=np.array([], dtype=int)), "classes at least one class"),
+    (dict(truth=np.array([0, 1, 0, -1, 0, 0, 7, 1, -1, -1])), "truth must hold task classes"),
+    (dict(n_pool=5), r"indices must be pool indices in \[0, n_pool - 1 = 4\]"),
+])
+def test_a_hand_built_task_is_checked(change, message):
+    import dataclasses
+
+    task = _hand_task()
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(task, **change)
+
+
+def test_a_hand_built_task_of_lists_is_frozen_arrays():
+    fields = {name: (value.tolist() if isinstance(value, np.ndarray) else value)
+              for name, value in vars(_hand_task()).items()}
+    fields["validation"] = tuple(part.tolist() for part in _hand_task().validation)
+    task = NoisyTask(**fields)
+    assert task.n_samples == 10 and task.indices.dtype == np.int64 and not task.truth.flags.writeable
+
+
+def test_evaluate_refuses_an_empty_validation_set():
+    import dataclasses
+
+    task = dataclasses.replace(_hand_task(), validation=(np.array([], dtype=int), np.array([], dtype=int)))
+    with pytest.raises(ValueError, match="the task's validation or evaluation set is empty"):
+        evaluate(task, np.full((10, 2), 0.5))
+

@@ -17,6 +17,7 @@ have truth -1 and samples whose confidence is below ``o_tau`` are predicted
 (:func:`fastprop.threshold.choose_threshold`) for every method.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -83,6 +84,37 @@ class NoisyTask:
     noise_ratio: float
     label_ratio: float
     n_pool: int
+
+    def __post_init__(self):
+        """Read-only int64 / bool arrays, checked against each other (a task may be built by hand)."""
+        freeze = functools.partial(object.__setattr__, self)
+        try:
+            for name, dtype in (("indices", np.int64), ("y", np.int64), ("truth", np.int64), ("seed_mask", bool),
+                                ("evaluation", np.int64), ("classes", np.int64)):
+                freeze(name, _frozen(getattr(self, name), dtype))
+            positions, validation_truth = self.validation
+            freeze("validation", (_frozen(positions, np.int64), _frozen(validation_truth, np.int64)))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"a NoisyTask's arrays must be integer (seed_mask: bool) arrays: {error}") from None
+        n = self.indices.size
+        for name in ("indices", "y", "truth", "seed_mask", "evaluation", "classes"):
+            if getattr(self, name).ndim != 1:
+                raise ValueError(f"NoisyTask.{name} must be 1-D, got shape {getattr(self, name).shape}.")
+        if not self.y.size == self.truth.size == self.seed_mask.size == n:
+            raise ValueError("NoisyTask.indices, y, truth and seed_mask must have one entry per task sample.")
+        if self.classes.size == 0 or (self.truth < -1).any() or (self.truth >= self.classes.size).any():
+            raise ValueError("NoisyTask.truth must hold task classes 0..len(classes)-1 or -1, and classes "
+                             "at least one class.")
+        positions, validation_truth = self.validation
+        if positions.shape != validation_truth.shape or positions.ndim != 1:
+            raise ValueError("NoisyTask.validation must be (positions, truth) of equal-length 1-D arrays.")
+        for name, where in (("validation positions", positions), ("evaluation", self.evaluation)):
+            if where.size and (where.min() < 0 or where.max() >= n):
+                raise ValueError(f"NoisyTask {name} must be task-local positions in [0, {n - 1}].")
+        if not np.array_equal(validation_truth, self.truth[positions]):
+            raise ValueError("NoisyTask.validation's truth must be NoisyTask.truth at its positions.")
+        if n and (self.indices.min() < 0 or self.indices.max() >= self.n_pool):
+            raise ValueError(f"NoisyTask.indices must be pool indices in [0, n_pool - 1 = {self.n_pool - 1}].")
 
     @property
     def n_samples(self):
@@ -418,6 +450,9 @@ def evaluate(task, label_distributions, confidence=None):
     scores, predicted, truth = check_scores(scores, predicted, task.truth)
 
     positions, truth_val = task.validation
+    if positions.size == 0 or task.evaluation.size == 0:
+        raise ValueError("the task's validation or evaluation set is empty; the protocol chooses o_tau on the "
+                         "first and scores the second (make_noisy_task draws both).")
     threshold = choose_threshold(scores[positions], predicted[positions], truth_val)
     validation_accuracy = accuracy_with_rejection(
         scores[positions], predicted[positions], truth_val, threshold
