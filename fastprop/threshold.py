@@ -165,7 +165,9 @@ def choose_threshold(confidence, predicted, truth):
     if last == values.size:
         return np.inf
     high = values[last]
-    middle = low + (high - low) / 2 if np.isfinite(high - low) else low / 2 + high / 2
+    with np.errstate(over="ignore"):  # high - low overflows only for ends near +-1.8e308: halved first then
+        width = high - low
+    middle = low + width / 2 if np.isfinite(width) else low / 2 + high / 2
     # Guard against rounding onto an end of the interval (only for adjacent floats).
     return float(middle) if low < middle <= high else float(high)
 

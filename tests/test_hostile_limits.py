@@ -431,3 +431,21 @@ def test_evaluate_refuses_an_empty_validation_set():
     with pytest.raises(ValueError, match="the task's validation or evaluation set is empty"):
         evaluate(task, np.full((10, 2), 0.5))
 
+
+
+def test_the_exact_rule_at_the_ends_of_float64_warns_of_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert choose_threshold([1e308, -1e308, 0.0], [0, 0, 0], [0, -1, 0]) == -5e307
+
+
+def test_run_table_and_format_markdown_check_their_arguments():
+    X, y = make_noisy_mixture(300, 3, random_state=0)
+    with pytest.raises(ValueError, match="progress must be a function"):
+        run_table(X, y, 3, methods=("SGC",), progress=5)
+    from fastprop.evaluation.benchmark import format_markdown
+
+    with pytest.raises(ValueError, match="every row needs 'seconds_mean'"):
+        format_markdown([{"method": "A", "noise_ratio": 0.1, "accuracy_mean": 0.5}])

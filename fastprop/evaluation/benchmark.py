@@ -300,6 +300,8 @@ def run_table(
     if isinstance(methods, str) or isinstance(noise_ratios, (str, numbers.Real)):
         raise ValueError("methods and noise_ratios must be sequences, e.g. methods=('SGC',), noise_ratios=(0.3,).")
     n_seeds = check_integer("n_seeds", n_seeds, low=1)
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be a function progress(done, total, message) or None, got {progress!r}.")
     for what, values in (("methods", methods), ("noise_ratios", noise_ratios)):
         if len(set(values)) != len(values):
             raise ValueError(f"{what} has a value twice ({list(values)!r}); each row would mix both runs.")
@@ -373,6 +375,9 @@ def format_markdown(rows, metric="accuracy"):
     """
     if metric not in _TABLE_METRICS:
         raise ValueError(f"metric={metric!r} is not supported; allowed: {', '.join(map(repr, _TABLE_METRICS))}.")
+    missing = [key for key in ("method", "noise_ratio", "seconds_mean") if any(key not in row for row in rows)]
+    if missing:
+        raise ValueError(f"every row needs {missing[0]!r} (rows as run_table returns them).")
     noise_ratios = sorted({row["noise_ratio"] for row in rows})
     methods = list(dict.fromkeys(row["method"] for row in rows if row["method"] != GRAPH_ROW))
     has_graph = any(row["method"] == GRAPH_ROW for row in rows)
