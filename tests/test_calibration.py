@@ -1,5 +1,6 @@
 """The confidence calibrated on the validation set (Platt scaling, fastprop.calibration)."""
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,11 @@ from fastprop.calibration import (
     CALIBRATION_L2,
     IN_CLASS_L2,
     RIGHT_L2,
+    SIGNAL_SIGNS,
     calibrate_on_validation,
     calibrated,
     fit_calibration,
+    fit_logistic_map,
     log_odds,
     logistic_map_loss,
     ranking_with_graph_signals,
@@ -160,12 +163,26 @@ def test_a_few_zeros_do_not_squash_the_others_spread():
 
 
 def minimised_ranking(design, target, ridge):
-    """The ranking fit by a general minimiser: the penalised log-loss, ridge towards (1, 0, ..., 0)."""
-    prior = np.zeros(design.shape[1])
-    prior[0] = 1.0
-    return minimize(logistic_map_loss, np.full(design.shape[1], 0.5),
-                    args=(design, target, prior, np.full(design.shape[1], ridge)),
-                    method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 40_000}).x
+    """The ranking fit by a general minimiser: the penalised log-loss, ridge towards (1, 0, ..., 0), each signal's
+    weight of its sign (SIGNAL_SIGNS): the least loss over every set of signals held at 0 whose fit has them."""
+    n_params = design.shape[1]
+    prior, ridges = np.r_[1.0, np.zeros(n_params - 1)], np.full(n_params, ridge)
+    signs = np.r_[0.0, SIGNAL_SIGNS[: n_params - 2], 0.0]
+    best = None
+    for held in itertools.product([False, True], repeat=n_params - 2):
+        if np.any(np.array(held) & (signs[1:-1] == 0)):
+            continue  # a weight of either sign is never held
+        free = np.r_[True, ~np.array(held), True]
+        params = np.zeros(n_params)
+        params[free] = minimize(logistic_map_loss, np.full(free.sum(), 0.5),
+                                args=(design[:, free], target, prior[free], ridges[free]), method="Nelder-Mead",
+                                options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 40_000}).x
+        loss = logistic_map_loss(params, design, target, prior, ridges)
+        if np.all(signs * params >= 0) and (best is None or loss < best[0]):
+            best = loss, params
+        if not any(held) and np.all(signs * params >= 0):
+            break  # the free fit has every sign: it is the minimum
+    return best[1]
 
 
 def reference_calibration(design, validation, right, in_class):
@@ -185,10 +202,26 @@ def test_the_ranking_fit_is_the_penalised_minimum_a_general_minimiser_finds(ridg
     confidence, signals = rng.uniform(0, 1, 60), rng.normal(size=(60, 2))
     target = rng.uniform(0, 1, 60) < 0.3 * confidence + 0.5 * expit(2 * signals[:, 0])
     indices = np.arange(60)
-    params = ranking_with_graph_signals(confidence, signals, indices, target, ridge)
+    params = ranking_with_graph_signals(confidence, signals, indices, target, ridge, SIGNAL_SIGNS[:2])
     design = np.column_stack([log_odds(confidence), signals, np.ones(60)])
     assert_allclose(params, minimised_ranking(design, target, ridge), rtol=0, atol=1e-6)
     assert params[1] > 0  # the first signal tells the target here
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_signal_weight_of_the_wrong_sign_is_held_at_zero_at_the_constrained_minimum(seed):
+    # Three signals: the in-class reach (held >= 0; no say here), the density (either sign; negative here) and the
+    # outliers' reach (held <= 0; positive here). The fit is the least penalised loss over every feasible choice
+    # (a general minimiser).
+    rng = np.random.default_rng(seed)
+    confidence, signals = rng.uniform(0, 1, 50), rng.normal(size=(50, 3))
+    target = rng.uniform(0, 1, 50) < expit(2 * log_odds(confidence) - 1.5 * signals[:, 1] + 1.5 * signals[:, 2])
+    params = ranking_with_graph_signals(confidence, signals, np.arange(50), target, IN_CLASS_L2, SIGNAL_SIGNS)
+    design = np.column_stack([log_odds(confidence), signals, np.ones(50)])
+    assert_allclose(params, minimised_ranking(design, target, IN_CLASS_L2), rtol=0, atol=1e-6)
+    assert params[2] < 0 and params[3] == 0.0  # the density free, the outliers' reach's weight <= 0
+    free = fit_logistic_map(design, target, np.r_[1.0, 0, 0, 0, 0], np.full(5, IN_CLASS_L2))
+    assert free[3] > 0  # what the fit would have said without the signs
 
 
 def hand_built_validation(seed=5, n=400):
@@ -390,7 +423,8 @@ def test_new_points_are_calibrated_with_their_own_graph_signals():
 def test_a_confidence_ranking_the_wrong_way_leaves_the_fit_s_confidence_as_it_is():
     confidence = np.linspace(0.01, 0.99, 500)
     indices = np.arange(500)
-    assert ranking_with_graph_signals(confidence, np.zeros((500, 2)), indices, confidence < 0.5, RIGHT_L2) is None
+    assert ranking_with_graph_signals(confidence, np.zeros((500, 2)), indices, confidence < 0.5, RIGHT_L2,
+                                      SIGNAL_SIGNS[:2]) is None
     unlabeled = np.arange(500)
     same, confidence_map = calibrate_on_validation(confidence.copy(), np.zeros(500, dtype=np.int64), unlabeled,
                                                    (indices, np.where(confidence < 0.5, 0, -1)), np.ones(500),
