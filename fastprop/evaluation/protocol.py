@@ -257,14 +257,14 @@ def make_noisy_task(y_all, n_classes, *, label_ratio=0.01, noise_ratio, random_s
     pool_labels = labels[indices]
     truth = np.where(np.isin(pool_labels, classes), np.searchsorted(classes, pool_labels), -1)
     y = np.where(seed_mask, truth, -1)
-    return NoisyTask(
-        indices=_frozen(indices, np.int64),
-        y=_frozen(y, np.int64),
-        truth=_frozen(truth, np.int64),
-        seed_mask=_frozen(seed_mask, bool),
-        validation=(_frozen(validation, np.int64), _frozen(truth[validation], np.int64)),
-        evaluation=_frozen(evaluation, np.int64),
-        classes=_frozen(classes, np.int64),
+    return NoisyTask(  # which freezes its arrays
+        indices=indices,
+        y=y,
+        truth=truth,
+        seed_mask=seed_mask,
+        validation=(validation, truth[validation]),
+        evaluation=evaluation,
+        classes=classes,
         noise_ratio=noise_ratio,
         label_ratio=label_ratio,
         n_pool=int(labels.size),
