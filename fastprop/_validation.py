@@ -675,6 +675,25 @@ def check_distributions(distributions, n_samples, *, name="label_distributions")
     return array / totals
 
 
+def check_confidence(confidence):
+    """Validate a confidence array: 1-D, real, finite (it may be empty). Returns it as float64."""
+    if confidence is None:
+        raise ValueError("confidence is None; pass an array of one value per sample.")
+    scores = np.asarray(confidence)
+    if scores.ndim != 1:
+        raise ValueError(f"confidence must be 1-D (n_samples,), got shape {scores.shape}.")
+    if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
+        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
+    scores = scores.astype(np.float64)
+    if not np.isfinite(scores).all():
+        bad = np.flatnonzero(~np.isfinite(scores))
+        raise ValueError(
+            f"confidence has {bad.size} NaN or infinite value(s), the first at position {bad[0]} "
+            f"({scores[bad[0]]!r}); all confidences must be finite."
+        )
+    return scores
+
+
 def check_scores(confidence, predicted, truth, *, ranking_only=False):
     """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
 
@@ -697,16 +716,7 @@ def check_scores(confidence, predicted, truth, *, ranking_only=False):
         raise ValueError(f"{names} must have the same length, got lengths {sizes}.")
     if sizes["confidence"] == 0:
         raise ValueError(f"{names} are empty; pass at least one sample.")
-    scores = arrays["confidence"]
-    if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
-        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
-    scores = scores.astype(np.float64)
-    if not np.isfinite(scores).all():
-        bad = np.flatnonzero(~np.isfinite(scores))
-        raise ValueError(
-            f"confidence has {bad.size} NaN or infinite value(s), the first at position {bad[0]} "
-            f"({scores[bad[0]]!r}); all confidences must be finite."
-        )
+    scores = check_confidence(arrays["confidence"])
     labels = {"predicted": None}
     for name in [name for name in arrays if name != "confidence"]:
         values = as_integer_labels(arrays[name], name)

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from ._validation import check_integer, check_scores
+from ._validation import check_confidence, check_integer, check_scores
 
 __all__ = ["choose_threshold", "smoothed_threshold", "smoothing_bandwidth", "accuracy_with_rejection",
            "automatic_threshold", "otsu_threshold", "OutlierThresholdWarning"]
@@ -178,7 +178,7 @@ def smoothing_bandwidth(confidence):
     The IQR term is dropped when it is 0 (more than half the values equal);
     0 for fewer than two values or when all are equal.
     """
-    confidence = _confidences(confidence)
+    confidence = check_confidence(confidence)
     if confidence.size < 2 or confidence.min() == confidence.max():
         return 0.0
     spread = confidence.std(ddof=1)
@@ -246,21 +246,6 @@ def smoothed_threshold(confidence, predicted, truth):
     return float(candidates[int(np.argmax(np.r_[worth.sum(), smoothed[reached], 0.0]))])
 
 
-def _confidences(confidence):
-    """``confidence`` as a 1-D float64 array of finite real numbers (it may be empty)."""
-    if confidence is None:
-        raise ValueError("confidence is None; pass an array of one value per sample.")
-    array = np.asarray(confidence)
-    if array.ndim != 1:
-        raise ValueError(f"confidence must be 1-D (n_samples,), got shape {array.shape}.")
-    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-        raise ValueError(f"confidence must hold real numbers, got dtype {array.dtype}.")
-    array = array.astype(np.float64)
-    if not np.isfinite(array).all():
-        raise ValueError("confidence has NaN or infinite values; all confidences must be finite.")
-    return array
-
-
 def otsu_threshold(confidence, n_bins=256):
     """Otsu's split of a confidence histogram on [0, 1].
 
@@ -268,7 +253,7 @@ def otsu_threshold(confidence, n_bins=256):
     the two groups it makes; values outside [0, 1] are not counted.
     """
     n_bins = check_integer("n_bins", n_bins, low=1, high=MAX_OTSU_BINS)
-    histogram, edges = np.histogram(_confidences(confidence), bins=n_bins, range=(0.0, 1.0))
+    histogram, edges = np.histogram(check_confidence(confidence), bins=n_bins, range=(0.0, 1.0))
     centres = 0.5 * (edges[1:] + edges[:-1])
     weight_low = np.cumsum(histogram).astype(np.float64)
     weight_high = weight_low[-1] - weight_low
@@ -294,7 +279,7 @@ def automatic_threshold(confidence):
     0% and 50% outliers (bench/RESULTS.md, issue #16).
     With a few samples of known truth, pass ``validation`` to ``fit`` instead.
     """
-    confidence = _confidences(confidence)
+    confidence = check_confidence(confidence)
     if confidence.size == 0:
         return 0.0
     return 0.5 * otsu_threshold(np.clip(confidence, 0.0, 1.0))

@@ -341,8 +341,8 @@ def test_cli_integers_beyond_int64_are_named_as_such(capsys):
     (lambda: accuracy_with_rejection([0.9, 0.2, 0.3], None, [1, -1, 0], 0.5), "predicted is None"),
     (lambda: choose_threshold([0.1], [0], None), "truth is None"),
     (lambda: outlier_auroc([0.2, 0.1], None), "truth is None"),
-    (lambda: smoothing_bandwidth([np.nan, 0.5, 0.2]), "confidence has NaN or infinite values"),
-    (lambda: automatic_threshold([np.nan, 0.5]), "confidence has NaN or infinite values"),
+    (lambda: smoothing_bandwidth([np.nan, 0.5, 0.2]), "confidence has 1 NaN or infinite value"),
+    (lambda: automatic_threshold([np.nan, 0.5]), "confidence has 1 NaN or infinite value"),
     (lambda: otsu_threshold(None), "confidence is None"),
     (lambda: otsu_threshold(["a", "b"]), "confidence must hold real numbers"),
     (lambda: otsu_threshold([0.1, 0.9], n_bins=1.5), "n_bins must be an integer"),
@@ -359,6 +359,13 @@ def test_cli_integers_beyond_int64_are_named_as_such(capsys):
 def test_evaluation_helpers_say_what_is_wrong(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_the_scikit_learn_reference_row_names_an_unknown_parameter():
+    pytest.importorskip("sklearn")
+    with pytest.raises(ValueError, match="sklearn_label_spreading has no parameter 'bogus'; its parameters: alpha"):
+        make_method("sklearn_label_spreading", 0, bogus=1)
+    assert make_method("sklearn_label_spreading", 0, alpha=0.5).get_params()["alpha"] == 0.5
 
 
 def test_a_threshold_beyond_float64_rejects_everything_or_nothing():

@@ -110,18 +110,24 @@ def make_method(name, random_state, **params):
         name = name[: -len(CONFNET_SUFFIX)]
     if name in _SEEDED or name in _UNSEEDED:
         method = _SEEDED.get(name, _UNSEEDED.get(name))
-        known = method().get_params()
-        unknown = sorted(set(params) - set(known))
-        if unknown:
-            raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}.")
+        _check_parameters(name, method, params)
         return method(random_state=random_state, **params) if name in _SEEDED else method(**params)
     if name == SKLEARN_REFERENCE:
         from sklearn.semi_supervised import LabelSpreading as SklearnLabelSpreading
 
+        _check_parameters(name, SklearnLabelSpreading, params)
         return SklearnLabelSpreading(**{"kernel": "knn", "n_neighbors": 30, **params})
     allowed = ", ".join(repr(n) for n in METHOD_NAMES)
     raise ValueError(f"method name={name!r} is unknown; allowed: {allowed}, each optionally followed by "
                      f"{CONFNET_SUFFIX!r}, and {SKLEARN_REFERENCE!r}.")
+
+
+def _check_parameters(name, method, params):
+    """A ValueError naming the first of ``params`` that ``method`` does not take, and the ones it does."""
+    known = method().get_params()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}.")
 
 
 def run_method(name, X, task, graph, random_state, *, params=None, return_model=False, fitted=None):
