@@ -1,8 +1,9 @@
 """FastProp: reliable label propagation on noisy affinity graphs.
 
 The estimator is a shell: hyperparameter checks live in :mod:`fastprop._settings`,
-the propagation pass in :mod:`fastprop.propagation`, the threshold rules in
-:mod:`fastprop.threshold`, the provisional classes in :mod:`fastprop.novelty`
+the propagation pass in :mod:`fastprop.propagation`, the provisional classes and
+the calibration in :mod:`fastprop.refinement` (over :mod:`fastprop.novelty` and
+:mod:`fastprop.calibration`), the threshold rules in :mod:`fastprop.threshold`
 and the labelling of new points in :mod:`fastprop.prediction`.
 """
 
@@ -23,13 +24,10 @@ from ._reporting import Reporter
 from ._settings import batch_size, check_settings, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
 from .adjacency import RandomWalk
-from .calibration import calibrate_on_validation
 from .graph import fit_graph
-from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
-from .graph_signals import (in_class_reach, left_out_reach, local_density, onward_reach,
-                            validation_sources)
-from .prediction import NEIGHBOURHOOD_SHARE, NeighbourhoodPredictor, NewPointCalibration, rescored_as_new_points
+from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
+from .refinement import calibrated_confidence, given_share, provisional_step
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
@@ -558,16 +556,22 @@ class FastProp(TransductiveEstimator):
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
         notify("provisional")
-        final, blended, self.n_provisional_classes_ = self._provisional_step(
-            context, found, final, predicted, identifying, unlabeled, validation)
+        blended, self.n_provisional_classes_ = False, 0
+        if self.provisional_classes and self.confidence != "random":
+            final, blended, self.n_provisional_classes_ = provisional_step(
+                context, found, final, predicted, identifying, unlabeled, validation,
+                outlier_threshold=self.outlier_threshold, outlier_share=self.outlier_share,
+                predictor_depth=int(self.predictor_depth), predictor_l2=float(self.predictor_l2))
         self.confidence_calibration_ = calibrated = None
         if validation is not None and self.calibrate_confidence:
             # before the threshold: the validation rule's smoothing then works on the probability scale
-            final, calibrated = self._calibrate(context, final, predicted, unlabeled, validation)
+            final, calibrated = calibrated_confidence(context, final, predicted, unlabeled, validation,
+                                                      self.n_neighbors)
             if calibrated is not None:
                 self.confidence_calibration_ = calibrated[1].confidence_map.description()
+        share = given_share(self.outlier_threshold, self.outlier_share, validation)
         threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
-                                     self.validation_rule, probabilities=blended, share=self._given_share(validation))
+                                     self.validation_rule, probabilities=blended, share=share)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()
@@ -711,115 +715,6 @@ class FastProp(TransductiveEstimator):
         features = check_features(X, rescale_rows=True)
         self._check_n_features(features)
         return self.predictor_.predict(features)
-
-    def _calibrate(self, context, final, predicted, unlabeled, validation):
-        """The final confidence calibrated on the validation set with the graph signals, and what new points need.
-
-        The calibration (:func:`fastprop.calibration.calibrate_on_validation`),
-        then its mean with the same samples rescored as new points at their
-        places are (:func:`fastprop.prediction.rescored_as_new_points`, share
-        :data:`fastprop.prediction.NEIGHBOURHOOD_SHARE`).
-
-        Returns
-        -------
-        final : ndarray of shape (n_samples,)
-            Calibrated in place (unchanged when no increasing map fits).
-        calibrated : (agreeing, new_points) or None
-            For :class:`fastprop.prediction.NeighbourhoodPredictor`: the
-            calibrated confidence new points' agreement reads and their
-            :class:`fastprop.prediction.NewPointCalibration`; None when
-            nothing was calibrated.
-        """
-        seeds = context.seed_class >= 0
-        in_class_sources, outlier_sources = validation_sources(validation, context.rng)
-        signals = [in_class_reach(context.walk, seeds, in_class_sources),
-                   local_density(context.graph, self.n_neighbors)]
-        if outlier_sources.size:
-            signals.append(left_out_reach(context.walk, outlier_sources))
-        method_confidence = final.copy()
-        final, confidence_map = calibrate_on_validation(final, predicted, unlabeled, validation, *signals)
-        if confidence_map is None:
-            return final, None
-        agreeing = final.copy()
-        rescored, to_method_scale = rescored_as_new_points(context.graph, agreeing, method_confidence, predicted,
-                                                           unlabeled, confidence_map, signals)
-        final[unlabeled] = (1.0 - NEIGHBOURHOOD_SHARE) * agreeing[unlabeled] + NEIGHBOURHOOD_SHARE * rescored
-        in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
-        outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
-        new_points = NewPointCalibration(confidence_map, to_method_scale, in_class_onward, outlier_onward)
-        return final, (agreeing, new_points)
-
-    def _provisional_step(self, context, found, first, predicted, identifying, unlabeled, validation):
-        """The final confidence after the provisional classes.
-
-        Gives the samples ``identifying`` rejects provisional classes of their
-        own and blends the known-class confidence with the label probability
-        (:func:`fastprop.novelty.refined_confidence`). Without truth to
-        choose a threshold on (``"auto"`` then cuts the blend at 0.5, or
-        rejects the outlier share given) the classes are built ``AUTO_ROUNDS``
-        times, and without a share given each build is fitted again with its
-        classes' most confident samples as rows. The known classes are
-        trained on their seeds topped up with self-training's labels.
-
-        Parameters
-        ----------
-        context : fastprop.propagation.FitContext
-        found : fastprop.propagation.PassResult
-            The propagation pass (label distributions, views, pseudo-labels).
-        first : ndarray of shape (n_samples,)
-            The paper's confidence (0 for known outliers).
-        predicted : ndarray of shape (n_samples,)
-            Class indices (the seeds' own).
-        identifying : float
-            The first threshold: the unlabeled samples below it get provisional classes.
-        unlabeled : ndarray of int
-            Unlabeled samples, known outliers aside.
-        validation : (indices, encoded truth) or None
-
-        Returns
-        -------
-        confidence : ndarray of shape (n_samples,)
-        blended : bool
-            Whether it is a blend of class probabilities (provisional classes
-            were built): ``"auto"``'s cut is then 0.5
-            (:func:`fastprop.threshold.fitted_threshold`).
-        n_provisional : int
-        """
-        labeled = context.seed_class >= 0
-        unsupervised = validation is None and isinstance(self.outlier_threshold, str)
-        share = self._given_share(validation)
-        final, known, n_provisional = first, None, 0
-        if self.provisional_classes and self.confidence != "random":
-            rounds = 0
-            if (identifying > 0 or context.known_outliers.size) and share != 0:
-                rounds = AUTO_ROUNDS if unsupervised else 1
-            scout_rows = scouting_rows(unlabeled, rounds, context.rng)
-            n_top = known_top(validation is not None, unsupervised and share is None, context.n_classes)
-            # "auto"'s builds are fitted again, the scouts too: each then chooses the samples for a model like
-            # the last build's (bench/RESULTS.md, issue #16 item 2).
-            refit_candidates = scout_rows if unsupervised and share is None else None
-
-            def build_classes(identified, represented, max_iter, rows):
-                return provisional_class_confidence(
-                    context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
-                    identified, depth=int(self.predictor_depth), l2=float(self.predictor_l2), rng=context.rng,
-                    known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-                    pseudo_labels=found.pseudo_labels, refit_candidates=refit_candidates, n_top=n_top,
-                )
-
-            final, known, n_provisional = refined_confidence(
-                first, np.flatnonzero((first < identifying) & ~labeled), found.distributions.max(axis=1),
-                found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
-                build_classes, scout_rows, share,
-            )
-            final[labeled] = 1.0
-            final[context.known_outliers] = 0.0
-        return final, known is not None, n_provisional
-
-    def _given_share(self, validation):
-        """``outlier_share`` where it applies (``"auto"`` without a validation set), else None."""
-        unsupervised = validation is None and isinstance(self.outlier_threshold, str)
-        return float(self.outlier_share) if unsupervised and self.outlier_share is not None else None
 
     def _workspace(self, graph, n_features, n_classes):
         settings = PatchSettings(

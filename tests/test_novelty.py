@@ -488,7 +488,7 @@ def test_known_class_weight_follows_the_outlier_share():
 
 @pytest.mark.parametrize("with_validation", [True, False, "no outlier in it"])
 def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_validation):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(n_per=80)
     rng = np.random.default_rng(2)
@@ -497,7 +497,7 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
     def fixed_known(*args, rows=None, **kwargs):
         return (known if rows is None else known[rows]).copy(), 3
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", fixed_known)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", fixed_known)
     validation = np.sort(rng.choice(np.flatnonzero(y < 0), size=20, replace=False))
     if with_validation == "no outlier in it":  # the step runs for an annotated outlier
         in_class = validation[truth[validation] >= 0]
@@ -722,7 +722,7 @@ def test_known_class_confidence_of_some_rows_is_bit_for_bit_that_of_all_rows():
                          [("auto", False, AUTO_ROUNDS), ("auto", True, 1), (0.8, False, 1)])
 def test_only_auto_without_validation_builds_the_provisional_classes_again(monkeypatch, setting, with_validation,
                                                                            builds):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(n_per=80)
     identified = []
@@ -731,7 +731,7 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
         identified.append(args[5])
         return provisional_class_confidence(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
     model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting).fit(
         X, y, validation=(validation, truth[validation]) if with_validation else None)
@@ -747,7 +747,7 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
                           ("auto", True, 3000, "self-training's"), (0.8, False, 3000, "self-training's")])
 def test_the_known_classes_are_trained_on_pseudo_labels_too_with_or_without_validation(
         monkeypatch, setting, with_validation, pseudo_labels, passed_on):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
     import fastprop.propagation as propagation
 
     X, y, truth = clusters(n_per=80)
@@ -763,7 +763,7 @@ def test_the_known_classes_are_trained_on_pseudo_labels_too_with_or_without_vali
         return provisional_class_confidence(*args, **kwargs)
 
     monkeypatch.setattr(propagation, "most_confident_per_class", choosing)
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
     FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting, pseudo_labels=pseudo_labels).fit(
         X, y, validation=(validation, truth[validation]) if with_validation else None)
@@ -793,7 +793,7 @@ def test_known_top_counts_two_classes_with_validation_and_more_for_auto_alone_th
 @pytest.mark.parametrize(("share", "most", "expected"),
                          [(None, False, KNOWN_TOP), (None, True, AUTO_TOP_MOST), (0.3, True, 1)])
 def test_auto_on_many_classes_passes_more_known_classes_to_the_provisional_step(monkeypatch, share, most, expected):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
     import fastprop.novelty
 
     X, y, _ = clusters(n_per=80)
@@ -806,7 +806,7 @@ def test_auto_on_many_classes_passes_more_known_classes_to_the_provisional_step(
         seen.append(kwargs["n_top"])
         return provisional_class_confidence(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     FastProp(n_neighbors=10, random_state=0, outlier_share=share).fit(X, y)
     assert seen and set(seen) == {expected}
 
@@ -814,7 +814,7 @@ def test_auto_on_many_classes_passes_more_known_classes_to_the_provisional_step(
 @pytest.mark.parametrize(("setting", "with_validation", "share"),
                          [("auto", False, None), ("auto", False, 0.3), ("auto", True, None), (0.8, False, None)])
 def test_only_auto_without_validation_or_share_fits_its_builds_again(monkeypatch, setting, with_validation, share):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(n_per=80)
     calls = []
@@ -825,7 +825,7 @@ def test_only_auto_without_validation_or_share_fits_its_builds_again(monkeypatch
         assert kwargs["n_top"] == (KNOWN_TOP if with_validation else 1)
         return provisional_class_confidence(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
     FastProp(n_neighbors=10, random_state=0, outlier_threshold=setting, outlier_share=share).fit(
         X, y, validation=(validation, truth[validation]) if with_validation else None)
@@ -841,7 +841,7 @@ def test_only_auto_without_validation_or_share_fits_its_builds_again(monkeypatch
 
 
 def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypatch):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
     import fastprop.novelty
 
     X, y, truth = clusters(n_per=80)
@@ -851,7 +851,7 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
         calls.append((args[5].size, kwargs["represented"], kwargs["rows"]))
         return provisional_class_confidence(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     monkeypatch.setattr(fastprop.novelty, "SCOUT_ROWS", 100)
     monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", 100)
     models = [FastProp(n_neighbors=10, random_state=0).fit(X, y) for _ in range(2)]
@@ -873,10 +873,10 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
 
 
 def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_label_probability(monkeypatch):
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(n_per=80)
-    monkeypatch.setattr(estimator, "provisional_class_confidence", lambda *args, **kwargs: (None, 0))
+    monkeypatch.setattr(refinement, "provisional_class_confidence", lambda *args, **kwargs: (None, 0))
     validation = np.sort(np.random.default_rng(2).choice(np.flatnonzero(y < 0), size=20, replace=False))
     model = FastProp(n_neighbors=10, random_state=0, calibrate_confidence=False).fit(
         X, y, validation=(validation, truth[validation]))
@@ -894,7 +894,7 @@ def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_la
 @pytest.mark.parametrize("seed", [0, 2])
 def test_auto_reads_the_outlier_share_off_the_provisional_classes(monkeypatch, seed):
     """A hand-built mixture: two seeded clusters and an unseeded one, a third of the unlabeled samples."""
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(seed=seed, n_per=80, n_unseeded=1)
     found = {}
@@ -903,7 +903,7 @@ def test_auto_reads_the_outlier_share_off_the_provisional_classes(monkeypatch, s
         found["known"], n_provisional = provisional_class_confidence(*args, **kwargs)
         return found["known"], n_provisional
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     model = FastProp(n_neighbors=10, random_state=0).fit(X, y)  # no validation set: "auto"
     unlabeled = np.flatnonzero(y < 0)
     assert model.n_provisional_classes_ == 2  # the last build: all of the unseeded cluster, for 4 seeds in 240
@@ -959,7 +959,7 @@ def test_graph_labels_are_the_predictor_on_the_whole_graph():
 
 def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
     """``outliers=`` samples are rejected at first too: the first build counts each of them once."""
-    import fastprop.estimator as estimator
+    import fastprop.refinement as refinement
 
     X, y, truth = clusters(n_per=80)
     for cls in (0, 1):  # 20 seeds a class: the identified samples, not the known outliers, set the count
@@ -977,7 +977,7 @@ def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
                            max(n_provisional_classes(once + known.size, n_seeds, y.size), known.size)))
         return confidence, n_provisional
 
-    monkeypatch.setattr(estimator, "provisional_class_confidence", recording)
+    monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
     FastProp(n_neighbors=10, random_state=0).fit(X, y, outliers=np.flatnonzero(truth < 0)[:3])
     n_provisional, counted_once, counted_twice = counts[0]
     assert counted_once != counted_twice  # the case tells the two apart

@@ -1,0 +1,144 @@
+"""The fit's stages after the propagation pass: the provisional classes and the calibration.
+
+Both turn the pass's confidence into the final one. The provisional classes
+(:func:`provisional_step`) give the samples the first threshold rejects classes
+of their own that compete with the known ones (:mod:`fastprop.novelty`); with
+a validation set, the calibration (:func:`calibrated_confidence`) then ranks
+the samples by that confidence and the graph signals
+(:mod:`fastprop.graph_signals`, :mod:`fastprop.calibration`) and averages each
+with its rescoring as a new point at its place (:mod:`fastprop.prediction`).
+"""
+
+import numpy as np
+
+from .calibration import calibrate_on_validation
+from .graph_signals import in_class_reach, left_out_reach, local_density, onward_reach, validation_sources
+from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
+from .prediction import NEIGHBOURHOOD_SHARE, NewPointCalibration, rescored_as_new_points
+
+__all__ = ["calibrated_confidence", "given_share", "provisional_step"]
+
+
+def given_share(outlier_threshold, outlier_share, validation):
+    """``outlier_share`` where it applies (``"auto"`` without a validation set), else None."""
+    unsupervised = validation is None and isinstance(outlier_threshold, str)
+    return float(outlier_share) if unsupervised and outlier_share is not None else None
+
+
+def provisional_step(context, found, first, predicted, identifying, unlabeled, validation, *, outlier_threshold,
+                     outlier_share, predictor_depth, predictor_l2):
+    """The final confidence after the provisional classes.
+
+    Gives the samples ``identifying`` rejects provisional classes of their
+    own and blends the known-class confidence with the label probability
+    (:func:`fastprop.novelty.refined_confidence`). Without truth to
+    choose a threshold on (``"auto"`` then cuts the blend at 0.5, or
+    rejects the outlier share given) the classes are built ``AUTO_ROUNDS``
+    times, and without a share given each build is fitted again with its
+    classes' most confident samples as rows. The known classes are
+    trained on their seeds topped up with self-training's labels.
+
+    Parameters
+    ----------
+    context : fastprop.propagation.FitContext
+    found : fastprop.propagation.PassResult
+        The propagation pass (label distributions, views, pseudo-labels).
+    first : ndarray of shape (n_samples,)
+        The paper's confidence (0 for known outliers).
+    predicted : ndarray of shape (n_samples,)
+        Class indices (the seeds' own).
+    identifying : float
+        The first threshold: the unlabeled samples below it get provisional classes.
+    unlabeled : ndarray of int
+        Unlabeled samples, known outliers aside.
+    validation : (indices, encoded truth) or None
+    outlier_threshold, outlier_share, predictor_depth, predictor_l2
+        The estimator's settings (see :class:`fastprop.FastProp`).
+
+    Returns
+    -------
+    confidence : ndarray of shape (n_samples,)
+    blended : bool
+        Whether it is a blend of class probabilities (provisional classes
+        were built): ``"auto"``'s cut is then 0.5
+        (:func:`fastprop.threshold.fitted_threshold`).
+    n_provisional : int
+    """
+    labeled = context.seed_class >= 0
+    unsupervised = validation is None and isinstance(outlier_threshold, str)
+    share = given_share(outlier_threshold, outlier_share, validation)
+    rounds = 0
+    if (identifying > 0 or context.known_outliers.size) and share != 0:
+        rounds = AUTO_ROUNDS if unsupervised else 1
+    scout_rows = scouting_rows(unlabeled, rounds, context.rng)
+    n_top = known_top(validation is not None, unsupervised and share is None, context.n_classes)
+    # "auto"'s builds are fitted again, the scouts too: each then chooses the samples for a model like
+    # the last build's (bench/RESULTS.md, issue #16 item 2).
+    refit_candidates = scout_rows if unsupervised and share is None else None
+
+    def build_classes(identified, represented, max_iter, rows):
+        return provisional_class_confidence(
+            context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
+            identified, depth=predictor_depth, l2=predictor_l2, rng=context.rng,
+            known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
+            pseudo_labels=found.pseudo_labels, refit_candidates=refit_candidates, n_top=n_top,
+        )
+
+    final, known, n_provisional = refined_confidence(
+        first, np.flatnonzero((first < identifying) & ~labeled), found.distributions.max(axis=1),
+        found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
+        build_classes, scout_rows, share,
+    )
+    final[labeled] = 1.0
+    final[context.known_outliers] = 0.0
+    return final, known is not None, n_provisional
+
+
+def calibrated_confidence(context, final, predicted, unlabeled, validation, n_neighbors):
+    """The final confidence calibrated on the validation set with the graph signals, and what new points need.
+
+    The calibration (:func:`fastprop.calibration.calibrate_on_validation`),
+    then its mean with the same samples rescored as new points at their
+    places are (:func:`fastprop.prediction.rescored_as_new_points`, share
+    :data:`fastprop.prediction.NEIGHBOURHOOD_SHARE`).
+
+    Parameters
+    ----------
+    context : fastprop.propagation.FitContext
+    final : ndarray of shape (n_samples,)
+        The confidence to calibrate.
+    predicted : ndarray of shape (n_samples,)
+        Class indices (the seeds' own).
+    unlabeled : ndarray of int
+        Unlabeled samples, known outliers aside.
+    validation : (indices, encoded truth)
+    n_neighbors : int
+        The local density's neighbour count (:func:`fastprop.graph_signals.local_density`).
+
+    Returns
+    -------
+    final : ndarray of shape (n_samples,)
+        Calibrated in place (unchanged when no increasing map fits).
+    calibrated : (agreeing, new_points) or None
+        For :class:`fastprop.prediction.NeighbourhoodPredictor`: the
+        calibrated confidence new points' agreement reads and their
+        :class:`fastprop.prediction.NewPointCalibration`; None when
+        nothing was calibrated.
+    """
+    seeds = context.seed_class >= 0
+    in_class_sources, outlier_sources = validation_sources(validation, context.rng)
+    signals = [in_class_reach(context.walk, seeds, in_class_sources), local_density(context.graph, n_neighbors)]
+    if outlier_sources.size:
+        signals.append(left_out_reach(context.walk, outlier_sources))
+    method_confidence = final.copy()
+    final, confidence_map = calibrate_on_validation(final, predicted, unlabeled, validation, *signals)
+    if confidence_map is None:
+        return final, None
+    agreeing = final.copy()
+    rescored, to_method_scale = rescored_as_new_points(context.graph, agreeing, method_confidence, predicted,
+                                                       unlabeled, confidence_map, signals)
+    final[unlabeled] = (1.0 - NEIGHBOURHOOD_SHARE) * agreeing[unlabeled] + NEIGHBOURHOOD_SHARE * rescored
+    in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
+    outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
+    new_points = NewPointCalibration(confidence_map, to_method_scale, in_class_onward, outlier_onward)
+    return final, (agreeing, new_points)
