@@ -55,7 +55,8 @@ from fastprop import FastProp, build_knn_graph  # noqa: E402
 from fastprop.adjacency import RandomWalk  # noqa: E402
 from fastprop.confnet import confnet_confidence, structural_features  # noqa: E402
 from fastprop.linear import fit_logistic_regression, fit_softmax_regression, softmax_proba  # noqa: E402
-from fastprop.novelty import farthest_first, known_class_confidence, provisional_class_confidence  # noqa: E402
+from fastprop.column_scores import known_class_confidence  # noqa: E402
+from fastprop.novelty import farthest_first, provisional_class_confidence  # noqa: E402
 from fastprop.evaluation.protocol import evaluate, make_noisy_task  # noqa: E402
 from fastprop.rows import inverse_norms  # noqa: E402
 from fastprop.threshold import accuracy_with_rejection, choose_threshold  # noqa: E402

@@ -20,12 +20,13 @@ fragment of a known one: the builds that only choose the next one's samples
 too, so that they choose what a model like the last one rejects.
 
 Everything is computed on the SGC rows of the few vertices involved and on
-``X W`` (known + provisional columns, in blocks), never an (n, n_features)
-smoothed copy.
+``X W`` (known + provisional columns, in blocks: :mod:`fastprop.column_scores`),
+never an (n, n_features) smoothed copy.
 """
 
 import numpy as np
 
+from .column_scores import known_class_confidence, most_probable_columns
 from .linear import fit_softmax_regression
 from .threshold import MANY_CLASSES, PROBABILITY_CUT
 
@@ -42,15 +43,6 @@ MAX_CANDIDATES = 5_000
 #: beyond, plus one of every class the sample misses): the farthest-first
 #: anchors and the known classes' training rows, so that neither grows with N.
 MAX_SEEDS = 2_000
-#: Columns of ``X W`` smoothed at a time, at least: at a million samples two
-#: float64 (n, 16) buffers are 256 MB.
-COLUMN_BLOCK = 16
-#: ... and more while one float64 (n, columns) buffer stays within this many
-#: bytes (:func:`column_block`): every column at once on the real sets (13k
-#: samples, up to 141 columns), where 16 at a time re-read the graph for each
-#: block; the fit 4-8% faster there (bench/RESULTS.md, issue #17). 41 columns
-#: at 100k samples, 16 at a million.
-COLUMN_BLOCK_BYTES = 32 * 2**20
 #: How many times the provisional classes are built without a validation set
 #: (:func:`refined_confidence`): the first from what the automatic threshold
 #: rejects, each next one from what the last blend puts below
@@ -159,7 +151,7 @@ def known_class_weight(validation_truth, known, unlabeled, share=None):
     validation_truth : ndarray of int or None
         Encoded truth of the validation samples (-1 for a known outlier).
     known : ndarray of shape (n,)
-        :func:`known_class_confidence`.
+        :func:`fastprop.column_scores.known_class_confidence`.
     unlabeled : ndarray of int
         The unlabeled samples.
     share : float or None, default=None
@@ -211,7 +203,7 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
     first : ndarray of shape (n,)
         The paper's confidence (:func:`fastprop.threshold.final_confidence`).
     known : ndarray of shape (n,) or None
-        :func:`known_class_confidence`, None when no provisional class was due.
+        :func:`fastprop.column_scores.known_class_confidence`, None when no provisional class was due.
     label_probability : ndarray of shape (n,)
         Each sample's largest label probability.
     reached : ndarray of shape (n,), bool
@@ -339,56 +331,10 @@ def known_top(with_validation, unaided_auto, n_classes):
     return 1
 
 
-def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
-    """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
-
-    ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
-    returns ``max_{k < n_known} p_k`` for every row of ``rows`` (with
-    ``n_top`` > 1, the sum of its ``n_top`` largest known-class
-    probabilities). The columns are smoothed :func:`column_block` at a
-    time with a running log-sum-exp, so memory stays O(n * column_block(n))
-    whatever the number of classes.
-
-    Parameters
-    ----------
-    walk : fastprop.adjacency.RandomWalk
-    features : ndarray of shape (n, d), float32
-    row_scale : ndarray of shape (n,) or None
-    coef : ndarray of shape (d, n_columns)
-    intercept : ndarray of shape (n_columns,)
-    n_known : int
-        The first ``n_known`` columns are the known classes.
-    depth : int
-    rows : ndarray of int or None
-        The rows wanted (all when None); each is bit for bit the same as
-        among all rows, and costs only its ``depth``-hop neighbourhood.
-    n_top : int, default=1
-        How many of the largest known-class probabilities are summed
-        (:func:`known_top`).
-
-    Returns
-    -------
-    ndarray of shape (len(rows),) or (n,), float64, in [0, 1]
-    """
-    n_rows = features.shape[0] if rows is None else len(rows)
-    largest_known = np.full((n_rows, n_top), -np.inf)  # the n_top largest known logits so far, in no order
-    running_max = np.full(n_rows, -np.inf)
-    running_sum = np.zeros(n_rows)
-    for begin, end, first_row, logits in _smoothed_logits(walk, features, row_scale, coef, depth, rows):
-        at = slice(first_row, first_row + logits.shape[0])
-        logits += intercept[begin:end]
-        if n_known > begin:
-            # A partition of a block of rows at a time: 0.13 s for 1M x 16 logits (a running maximum, 0.07 s).
-            candidates = np.concatenate([largest_known[at], logits[:, : n_known - begin]], axis=1)
-            largest_known[at] = np.partition(candidates, candidates.shape[1] - n_top, axis=1)[:, -n_top:]
-        _fold_log_sum_exp(logits, running_max[at], running_sum[at])
-    return np.exp(largest_known - running_max[:, None]).sum(axis=1) / running_sum
-
-
 def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_known):
     """The rows a provisional build is fitted again with, and their column.
 
-    Every candidate goes to its most probable column (:func:`most_probable_columns`).
+    Every candidate goes to its most probable column (:func:`fastprop.column_scores.most_probable_columns`).
     None when the provisional columns hold less than :data:`MIN_HELD_SHARE`
     of what they win with a probability above one half (no cluster to
     grow). Otherwise a known column takes :data:`REFIT_ROWS_KNOWN` of its
@@ -400,7 +346,7 @@ def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_
     Parameters
     ----------
     walk, features, row_scale, coef, intercept, depth
-        As for :func:`known_class_confidence`.
+        As for :func:`fastprop.column_scores.known_class_confidence`.
     candidates : ndarray of int64
         The samples that may be taken, sorted.
     n_known : int
@@ -420,36 +366,6 @@ def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_
     fragment = known_edge_share(walk.graph, candidates, column, n_known, n_columns) >= FRAGMENT_EDGE_SHARE
     per_column[n_known:][fragment] = 0
     return most_confident_rows(candidates, column, probability, per_column)
-
-
-def most_probable_columns(walk, features, row_scale, coef, intercept, depth, rows):
-    """Each row's most probable column of a softmax over smoothed ``X W``, and its probability.
-
-    Parameters
-    ----------
-    walk, features, row_scale, coef, intercept, depth
-        As for :func:`known_class_confidence`.
-    rows : ndarray of int64
-
-    Returns
-    -------
-    column : ndarray of int64, shape (len(rows),)
-        The first of the largest when tied.
-    probability : ndarray of float64, shape (len(rows),)
-    """
-    best_logit = np.full(rows.size, -np.inf)
-    column = np.zeros(rows.size, dtype=np.int64)
-    running_max = np.full(rows.size, -np.inf)
-    running_sum = np.zeros(rows.size)
-    if rows.size:
-        for begin, end, _, logits in _smoothed_logits(walk, features, row_scale, coef, depth, rows):
-            logits += intercept[begin:end]
-            block_best = logits.max(axis=1)
-            better = block_best > best_logit
-            column[better] = begin + logits[better].argmax(axis=1)
-            best_logit[better] = block_best[better]
-            _fold_log_sum_exp(logits, running_max, running_sum)
-    return column, np.exp(best_logit - running_max) / running_sum
 
 
 def known_edge_share(graph, rows, column, n_known, n_columns):
@@ -508,7 +424,7 @@ def most_confident_rows(rows, column, probability, per_column):
     rows : ndarray of int64
     column, probability : ndarray, shape (len(rows),)
         Each row's most probable column and its probability
-        (:func:`most_probable_columns`).
+        (:func:`fastprop.column_scores.most_probable_columns`).
     per_column : ndarray of int, shape (n_columns,)
         How many each column takes at most.
 
@@ -526,50 +442,6 @@ def most_confident_rows(rows, column, probability, per_column):
     cap = np.minimum(per_column, np.bincount(column, minlength=len(per_column)) // 2)
     taken = order[rank < cap[sorted_column]]
     return rows[taken], column[taken]
-
-
-def column_block(n_samples):
-    """Columns of ``X W`` :func:`_smoothed_logits` smooths at a time for ``n_samples`` samples.
-
-    :data:`COLUMN_BLOCK`, or as many as fit one float64 (n_samples, columns)
-    buffer in :data:`COLUMN_BLOCK_BYTES` when that is more.
-    """
-    return max(COLUMN_BLOCK, COLUMN_BLOCK_BYTES // (8 * max(n_samples, 1)))
-
-
-def _smoothed_logits(walk, features, row_scale, coef, depth, rows):
-    """Yield ``(begin, end, first_row, logits)``: ``S^depth diag(row_scale) X W[:, begin:end]`` at some rows.
-
-    :func:`column_block` columns at a time; all rows a block of rows at a
-    time (``first_row`` the first of them) when ``rows`` is None, else the
-    rows of ``rows`` at once (``first_row`` 0). ``logits`` is float64 and
-    the caller's to change.
-    """
-    block = column_block(features.shape[0])
-    for begin in range(0, coef.shape[1], block):
-        end = min(begin + block, coef.shape[1])
-        # X W's block is a temporary: freed after the first step. Every row's last step is taken a block
-        # of rows at a time (at a million samples the (n, 16) float64 result would be 128 MB).
-        if rows is None:
-            blocks = walk.smooth_in_blocks(features @ coef[:, begin:end].astype(np.float32), depth,
-                                           row_scale=row_scale)
-        else:
-            blocks = [(0, walk.smooth(features @ coef[:, begin:end].astype(np.float32), rows, depth,
-                                      row_scale=row_scale))]
-        for first_row, logits in blocks:
-            yield begin, end, first_row, logits
-
-
-def _fold_log_sum_exp(logits, running_max, running_sum):
-    """Fold a block of columns' logits (overwritten) into a running log-sum-exp (changed in place).
-
-    ``running_max + log(running_sum)`` is the log-sum-exp of every column folded so far.
-    """
-    new_max = np.maximum(running_max, logits.max(axis=1))
-    running_sum *= np.exp(running_max - new_max)
-    logits -= new_max[:, None]
-    running_sum += np.exp(logits, out=logits).sum(axis=1)
-    running_max[:] = new_max
 
 
 def top_up_rows(seed_class, n_classes, pseudo, pseudo_class, excluded, rows_per_class):
@@ -654,12 +526,12 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
         fit) with the rows :func:`refit_rows` takes of these samples
         (training rows and known outliers aside), when it takes any.
     n_top : int, default=1
-        See :func:`known_class_confidence`.
+        See :func:`fastprop.column_scores.known_class_confidence`.
 
     Returns
     -------
     confidence : ndarray of shape (n,) or (len(rows),), or None
-        :func:`known_class_confidence`; None when no provisional class is
+        :func:`fastprop.column_scores.known_class_confidence`; None when no provisional class is
         due (nothing identified, or too few to earn one).
     n_provisional : int
     """

@@ -5,8 +5,15 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import softmax
 
-from fastprop import FastProp, build_knn_graph, novelty
+from fastprop import FastProp, build_knn_graph, column_scores
 from fastprop.adjacency import RandomWalk
+from fastprop.column_scores import (
+    COLUMN_BLOCK,
+    COLUMN_BLOCK_BYTES,
+    column_block,
+    known_class_confidence,
+    most_probable_columns,
+)
 from fastprop.novelty import (
     AUTO_ROUNDS,
     AUTO_TOP_MOST,
@@ -14,9 +21,6 @@ from fastprop.novelty import (
     SCOUT_ITERATIONS,
     blended_confidence,
     claimed_share,
-    column_block,
-    COLUMN_BLOCK,
-    COLUMN_BLOCK_BYTES,
     KNOWN_TOP,
     MOST_CLASSES,
     MAX_PROVISIONAL,
@@ -28,12 +32,10 @@ from fastprop.novelty import (
     SCOUT_ROWS,
     TOP_UP_ROWS,
     farthest_first,
-    known_class_confidence,
     known_class_weight,
     known_edge_share,
     known_top,
     most_confident_rows,
-    most_probable_columns,
     n_provisional_classes,
     provisional_class_confidence,
     refined_confidence,
@@ -104,7 +106,7 @@ def dense_softmax(X, graph, scale, coef, intercept, depth):
 def column_blocks(request, monkeypatch):
     """Runs a test with the columns smoothed all at once (small n), then COLUMN_BLOCK at a time."""
     if request.param != "every column at once":
-        monkeypatch.setattr(novelty, "COLUMN_BLOCK_BYTES", 0)
+        monkeypatch.setattr(column_scores, "COLUMN_BLOCK_BYTES", 0)
     return request.param
 
 

@@ -74,7 +74,7 @@ def test_known_outliers_are_the_first_provisional_seeds():
     """With as many provisional classes as known outliers, the softmax is trained on the seeds and them."""
     from fastprop.adjacency import RandomWalk
     from fastprop.linear import fit_softmax_regression
-    from fastprop.novelty import known_class_confidence
+    from fastprop.column_scores import known_class_confidence
 
     X, y, _ = data()
     walk = RandomWalk(FastProp(n_neighbors=8).fit(X, y).graph_)

@@ -1,0 +1,144 @@
+"""A softmax over the graph-smoothed products ``X W``, a block of columns at a time.
+
+The provisional step scores every sample against the known and the
+provisional classes with ``softmax(S^depth diag(row_scale) X W + b)``, ``S``
+the random walk. At a million samples and ~100 columns the (n, columns)
+logits would be ~800 MB, so the columns are smoothed :func:`column_block` at a
+time and folded into a running log-sum-exp: the known-class confidence
+(:func:`known_class_confidence`) and each row's most probable column
+(:func:`most_probable_columns`) never hold every column at once, and rows
+asked for cost only their ``depth``-hop neighbourhood.
+"""
+
+import numpy as np
+
+__all__ = ["COLUMN_BLOCK", "COLUMN_BLOCK_BYTES", "column_block", "fold_log_sum_exp", "known_class_confidence",
+           "most_probable_columns", "smoothed_logit_blocks"]
+
+#: Columns of ``X W`` smoothed at a time, at least: at a million samples two
+#: float64 (n, 16) buffers are 256 MB.
+COLUMN_BLOCK = 16
+#: ... and more while one float64 (n, columns) buffer stays within this many
+#: bytes (:func:`column_block`): every column at once on the real sets (13k
+#: samples, up to 141 columns), where 16 at a time re-read the graph for each
+#: block; the fit 4-8% faster there (bench/RESULTS.md, issue #17). 41 columns
+#: at 100k samples, 16 at a million.
+COLUMN_BLOCK_BYTES = 32 * 2**20
+def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
+    """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
+
+    ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
+    returns ``max_{k < n_known} p_k`` for every row of ``rows`` (with
+    ``n_top`` > 1, the sum of its ``n_top`` largest known-class
+    probabilities). The columns are smoothed :func:`column_block` at a
+    time with a running log-sum-exp, so memory stays O(n * column_block(n))
+    whatever the number of classes.
+
+    Parameters
+    ----------
+    walk : fastprop.adjacency.RandomWalk
+    features : ndarray of shape (n, d), float32
+    row_scale : ndarray of shape (n,) or None
+    coef : ndarray of shape (d, n_columns)
+    intercept : ndarray of shape (n_columns,)
+    n_known : int
+        The first ``n_known`` columns are the known classes.
+    depth : int
+    rows : ndarray of int or None
+        The rows wanted (all when None); each is bit for bit the same as
+        among all rows, and costs only its ``depth``-hop neighbourhood.
+    n_top : int, default=1
+        How many of the largest known-class probabilities are summed
+        (:func:`known_top`).
+
+    Returns
+    -------
+    ndarray of shape (len(rows),) or (n,), float64, in [0, 1]
+    """
+    n_rows = features.shape[0] if rows is None else len(rows)
+    largest_known = np.full((n_rows, n_top), -np.inf)  # the n_top largest known logits so far, in no order
+    running_max = np.full(n_rows, -np.inf)
+    running_sum = np.zeros(n_rows)
+    for begin, end, first_row, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+        at = slice(first_row, first_row + logits.shape[0])
+        logits += intercept[begin:end]
+        if n_known > begin:
+            # A partition of a block of rows at a time: 0.13 s for 1M x 16 logits (a running maximum, 0.07 s).
+            candidates = np.concatenate([largest_known[at], logits[:, : n_known - begin]], axis=1)
+            largest_known[at] = np.partition(candidates, candidates.shape[1] - n_top, axis=1)[:, -n_top:]
+        fold_log_sum_exp(logits, running_max[at], running_sum[at])
+    return np.exp(largest_known - running_max[:, None]).sum(axis=1) / running_sum
+
+
+def most_probable_columns(walk, features, row_scale, coef, intercept, depth, rows):
+    """Each row's most probable column of a softmax over smoothed ``X W``, and its probability.
+
+    Parameters
+    ----------
+    walk, features, row_scale, coef, intercept, depth
+        As for :func:`known_class_confidence`.
+    rows : ndarray of int64
+
+    Returns
+    -------
+    column : ndarray of int64, shape (len(rows),)
+        The first of the largest when tied.
+    probability : ndarray of float64, shape (len(rows),)
+    """
+    best_logit = np.full(rows.size, -np.inf)
+    column = np.zeros(rows.size, dtype=np.int64)
+    running_max = np.full(rows.size, -np.inf)
+    running_sum = np.zeros(rows.size)
+    if rows.size:
+        for begin, end, _, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+            logits += intercept[begin:end]
+            block_best = logits.max(axis=1)
+            better = block_best > best_logit
+            column[better] = begin + logits[better].argmax(axis=1)
+            best_logit[better] = block_best[better]
+            fold_log_sum_exp(logits, running_max, running_sum)
+    return column, np.exp(best_logit - running_max) / running_sum
+
+
+def column_block(n_samples):
+    """Columns of ``X W`` :func:`smoothed_logit_blocks` smooths at a time for ``n_samples`` samples.
+
+    :data:`COLUMN_BLOCK`, or as many as fit one float64 (n_samples, columns)
+    buffer in :data:`COLUMN_BLOCK_BYTES` when that is more.
+    """
+    return max(COLUMN_BLOCK, COLUMN_BLOCK_BYTES // (8 * max(n_samples, 1)))
+
+
+def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+    """Yield ``(begin, end, first_row, logits)``: ``S^depth diag(row_scale) X W[:, begin:end]`` at some rows.
+
+    :func:`column_block` columns at a time; all rows a block of rows at a
+    time (``first_row`` the first of them) when ``rows`` is None, else the
+    rows of ``rows`` at once (``first_row`` 0). ``logits`` is float64 and
+    the caller's to change.
+    """
+    block = column_block(features.shape[0])
+    for begin in range(0, coef.shape[1], block):
+        end = min(begin + block, coef.shape[1])
+        # X W's block is a temporary: freed after the first step. Every row's last step is taken a block
+        # of rows at a time (at a million samples the (n, 16) float64 result would be 128 MB).
+        if rows is None:
+            blocks = walk.smooth_in_blocks(features @ coef[:, begin:end].astype(np.float32), depth,
+                                           row_scale=row_scale)
+        else:
+            blocks = [(0, walk.smooth(features @ coef[:, begin:end].astype(np.float32), rows, depth,
+                                      row_scale=row_scale))]
+        for first_row, logits in blocks:
+            yield begin, end, first_row, logits
+
+
+def fold_log_sum_exp(logits, running_max, running_sum):
+    """Fold a block of columns' logits (overwritten) into a running log-sum-exp (changed in place).
+
+    ``running_max + log(running_sum)`` is the log-sum-exp of every column folded so far.
+    """
+    new_max = np.maximum(running_max, logits.max(axis=1))
+    running_sum *= np.exp(running_max - new_max)
+    logits -= new_max[:, None]
+    running_sum += np.exp(logits, out=logits).sum(axis=1)
+    running_max[:] = new_max
