@@ -64,6 +64,10 @@ def parse_args(argv=None):
     parser.add_argument("--no-confnet", action="store_true",
                         help="leave out the '+ ConfNet' variant of every baseline (the paper's Fig. 6)")
     parser.add_argument("--samples", type=int, default=10000, help="pool size of the synthetic mixture")
+    parser.add_argument("--pool-classes", type=int, default=20,
+                        help="classes of the synthetic mixture (a task draws --classes of them)")
+    parser.add_argument("--overlap", type=float, default=1.0,
+                        help="the synthetic mixture's overlap (lower: classes further apart)")
     parser.add_argument("--name", help="dataset name in the output file (default from --data)")
     return parser.parse_args(argv)
 
@@ -71,8 +75,9 @@ def parse_args(argv=None):
 def load_pool(args):
     """Return (name, X, y, description)."""
     if args.data is None:
-        X, y = make_noisy_mixture(args.samples, 20, random_state=0)
-        return "synthetic", X, y, f"make_noisy_mixture({args.samples}, 20, random_state=0)"
+        X, y = make_noisy_mixture(args.samples, args.pool_classes, overlap=args.overlap, random_state=0)
+        return "synthetic", X, y, (f"make_noisy_mixture({args.samples}, {args.pool_classes}, overlap={args.overlap:g}, "
+                                   "random_state=0)")
     X, y = fb.load_benchmark_data(args.data)
     name = Path(args.data).stem.split("_")[0]
     description = f"{args.data}: {X.shape[0]} x {X.shape[1]}, rows L2-normalised"

@@ -75,8 +75,12 @@ def _check_auto_or_integer(name, value, *, low, high=None):
     check_integer(name, value, low=low, high=high)
 
 
-def pass_options(model, n_classes):
-    """The settings of one propagation pass for ``n_classes`` classes, as plain Python numbers."""
+def pass_options(model, n_classes, n_candidates):
+    """The settings of one propagation pass, as plain Python numbers.
+
+    For ``n_classes`` classes and ``n_candidates`` samples self-training may
+    take (unlabeled, not known outliers).
+    """
     return PassOptions(
         local_predictor=model.local_predictor,
         predictor_training=model.predictor_training,
@@ -91,7 +95,7 @@ def pass_options(model, n_classes):
         confnet_depth=int(model.confnet_depth),
         confnet_l2=float(model.confnet_l2),
         eta=float(model.eta),
-        pseudo_labels=pseudo_label_total(model.pseudo_labels, n_classes),
+        pseudo_labels=pseudo_label_total(model.pseudo_labels, n_classes, n_candidates),
     )
 
 

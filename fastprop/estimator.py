@@ -111,8 +111,9 @@ class FastProp(TransductiveEstimator):
         are topped up with the most confident of these labels
         (:data:`fastprop.novelty.TOP_UP_ROWS`). 0 is the paper's single round. Used with
         ``local_predictor="sgc"`` and ``labels="graph"`` only. ``"auto"``
-        is 3000, or 100 a class when that is more, at most 10,000
-        (:func:`fastprop.self_training.pseudo_label_total`): a count that
+        is 3000, or 100 a class when that is more, at most 10,000 and at most
+        2/3 of the unlabeled samples, so that small classes are never taken
+        whole (:func:`fastprop.self_training.pseudo_label_total`): a count that
         does not grow with the samples keeps the refit (a softmax regression
         on that many rows) as cheap at a million samples as at ten thousand;
         3000 is 100 a class on Banking77 (30 classes) and 600 on MNIST (5),
@@ -541,8 +542,9 @@ class FastProp(TransductiveEstimator):
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         # The patch buffers go to the pass alone, which frees them after its loop.
+        n_candidates = np.setdiff1d(np.flatnonzero(~labeled), known_outliers).size  # what self-training may take
         found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
-                                 pass_options(self, classes.size), notify)
+                                 pass_options(self, classes.size, n_candidates), notify)
         timings.update(found.timings)
         final = found.confidence
         final[known_outliers] = 0.0

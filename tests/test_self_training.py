@@ -8,7 +8,8 @@ from scipy.special import softmax
 import fastprop.propagation as propagation
 from fastprop import FastProp
 from fastprop.linear import fit_softmax_regression
-from fastprop.self_training import AUTO_MOST, AUTO_PER_CLASS, AUTO_TOTAL, most_confident_per_class, pseudo_label_total
+from fastprop.self_training import (AUTO_CLASS_SHARE, AUTO_MOST, AUTO_PER_CLASS, AUTO_TOTAL, most_confident_per_class,
+                                    pseudo_label_total)
 from reference import dense_patch_operator
 
 
@@ -37,9 +38,21 @@ def test_the_most_confident_of_each_class_match_a_slow_sort(per_class):
                                                      (100, 10_000), (400, 10_000)])
 def test_auto_takes_3000_pseudo_labels_or_100_a_class_at_most_10000(n_classes, expected):
     assert (AUTO_TOTAL, AUTO_PER_CLASS, AUTO_MOST) == (3000, 100, 10_000)  # the table above is for these
-    assert pseudo_label_total("auto", n_classes) == expected
-    assert pseudo_label_total(1234, n_classes) == 1234  # a number is the total itself
-    assert pseudo_label_total(0, n_classes) == 0
+    assert pseudo_label_total("auto", n_classes, 10**6) == expected
+    assert pseudo_label_total(1234, n_classes, 10) == 1234  # a number is the total itself
+    assert pseudo_label_total(0, n_classes, 10**6) == 0
+
+
+@pytest.mark.parametrize(("n_classes", "n_candidates", "expected"), [
+    (150, 4_800, 3_200),  # small classes: 2/3 of the candidates, not 10,000 (every sample)
+    (30, 4_500, 3_000),  # 150 a class: 3000 is below 2/3 of them
+    (30, 4_499, 2_999),
+    (77, 11_000, 7_333),
+    (5, 0, 0),
+])
+def test_auto_takes_at_most_two_thirds_of_the_candidates(n_classes, n_candidates, expected):
+    assert AUTO_CLASS_SHARE == pytest.approx(2 / 3)
+    assert pseudo_label_total("auto", n_classes, n_candidates) == expected
 
 
 def test_auto_passes_its_total_to_self_training(monkeypatch):
@@ -52,13 +65,13 @@ def test_auto_passes_its_total_to_self_training(monkeypatch):
 
     monkeypatch.setattr(propagation, "_self_trained", recording)
     rng = np.random.default_rng(0)
-    n_classes = 40  # 100 a class is more than 3000
+    n_classes = 40  # 100 a class is more than 3000, but 2/3 of the 200 unlabeled samples is less
     X = (3.0 * np.eye(n_classes)[np.repeat(np.arange(n_classes), 6)] + rng.normal(size=(6 * n_classes, n_classes)))
     y = np.full(X.shape[0], -1)
     y[::6] = np.arange(n_classes)
     FastProp(n_neighbors=5, random_state=0, outlier_threshold=None).fit(X.astype(np.float32), y)
     FastProp(n_neighbors=5, random_state=0, outlier_threshold=None, pseudo_labels=7).fit(X.astype(np.float32), y)
-    assert totals == [(n_classes, 4000), (n_classes, 7)]
+    assert totals == [(n_classes, 133), (n_classes, 7)]
 
 
 def clusters(seed=0):
