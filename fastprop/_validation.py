@@ -112,8 +112,18 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
             bad = np.flatnonzero(overflow)
             raise ValueError(
                 f"{name} has {bad.size} row(s) with a value that overflows float32, the first is row "
-                f"{bad[0]} (largest magnitude {largest[bad[0]]!r}). fastprop computes in float32: "
+                f"{bad[0]} (largest magnitude {float(largest[bad[0]]):.3g}). fastprop computes in float32: "
                 f"scale {name} down first."
+            )
+        # A row whose every value is below float32's smallest normal number would turn to zeros (or keep a
+        # few bits) in float32: refused, not computed on as what it is not.
+        underflow = (largest > 0) & (largest < np.finfo(np.float32).tiny)
+        if underflow.any():
+            bad = np.flatnonzero(underflow)
+            raise ValueError(
+                f"{name} has {bad.size} row(s) whose values all underflow float32, the first is row "
+                f"{bad[0]} (largest magnitude {float(largest[bad[0]]):.3g}, float32's smallest normal number "
+                f"is {float(np.finfo(np.float32).tiny):.3g}). fastprop computes in float32: scale {name} up first."
             )
     if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
@@ -689,7 +699,7 @@ def check_confidence(confidence):
         bad = np.flatnonzero(~np.isfinite(scores))
         raise ValueError(
             f"confidence has {bad.size} NaN or infinite value(s), the first at position {bad[0]} "
-            f"({scores[bad[0]]!r}); all confidences must be finite."
+            f"({float(scores[bad[0]])}); all confidences must be finite."
         )
     return scores
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from ._concurrency import serialised
 from ._kernels.descriptors import N_DESCRIPTORS, structural_descriptors
-from ._validation import check_choice, check_distributions, check_graph, check_integer, check_random_state, check_real
+from ._validation import (check_choice, check_confidence, check_distributions, check_graph, check_integer,
+                          check_random_state, check_real)
 from .adjacency import RandomWalk
 from .linear import feature_spread, fit_logistic_regression, sigmoid_proba
 
@@ -79,10 +80,15 @@ def refine_confidence(graph, label_distributions, confidence=None, *, labeled=No
     if confidence is None:
         scores = distributions.max(axis=1)
     else:
-        scores = np.asarray(confidence, dtype=np.float64)
-        if scores.shape != (n_samples,) or not np.isfinite(scores).all():
+        scores = check_confidence(confidence)
+        if scores.shape != (n_samples,):
             raise ValueError(
                 f"confidence must be {n_samples} finite numbers, one per sample, got shape {np.shape(confidence)}."
+            )
+        if scores.min() < 0 or scores.max() > 1:
+            raise ValueError(
+                f"confidence must lie in [0, 1], got values from {scores.min():.6g} to {scores.max():.6g}; "
+                "map the method's score there first (e.g. its rank divided by the number of samples)."
             )
     seeds = _seed_mask(labeled, n_samples)
     check_choice("combine", combine, ("mean", "confnet"))

@@ -337,9 +337,10 @@ class FastProp(TransductiveEstimator):
         How many processed patches covered each sample (0 for seeds).
     outlier_threshold_ : float
         The o_tau used (0.0 when ``outlier_threshold=None``); ``REJECT_ALL``,
-        the smallest float above 1, when ``validation`` holds only known
-        outliers and every unlabeled sample is rejected. Chosen on the
-        calibrated ``confidence_`` when it is calibrated.
+        the smallest float above 1, when every unlabeled sample is rejected:
+        rejecting every validation sample scored best (e.g. ``validation``
+        holds only known outliers), or ``outlier_share`` rounds to all of
+        them. Chosen on the calibrated ``confidence_`` when it is calibrated.
     confidence_calibration_ : dict or None
         How ``confidence_`` was made from the method's confidence
         (:func:`fastprop.calibration.calibrate_on_validation`): ``"right"``

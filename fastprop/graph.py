@@ -80,6 +80,29 @@ def _hnsw_index(features, order, *, M, ef_construction, seed, build_jobs):
     return index
 
 
+def hnsw_knn_query(index, block, k, ef, n_jobs=-1):
+    """``index.knn_query(block, k)`` with the search's ``ef`` doubled (up to ``_MAX_EF``) until it finds ``k``.
+
+    hnswlib raises a RuntimeError when a point's search ends with fewer than
+    ``k`` neighbours (duplicates, or a sparse region of the index); a larger
+    ``ef`` finds them. Returns ``(labels, distances, ef)``, the ``ef`` that
+    worked (a start for the next block); a ValueError when even ``_MAX_EF``
+    does not.
+    """
+    while True:
+        index.set_ef(ef)
+        try:
+            labels, distances = index.knn_query(block, k=k, num_threads=n_jobs)
+            return labels, distances, ef
+        except RuntimeError as error:
+            if ef >= _MAX_EF:
+                raise ValueError(
+                    f"hnswlib found fewer than {k} neighbours for some points even with ef={ef} ({error}). "
+                    "Increase M or ef_construction, or use method='exact'."
+                ) from None
+            ef = min(2 * ef, _MAX_EF)
+
+
 def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, ef, n_jobs):
     """Fill ``indices``/``similarities`` with every sample's neighbours in ``index``.
 
@@ -92,20 +115,7 @@ def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, e
     search_ef = max(ef, n_query)
     for start in range(0, n_samples, _BLOCK_ROWS):
         rows = order[start : start + _BLOCK_ROWS]
-        block = features[rows]
-        while True:
-            index.set_ef(search_ef)
-            try:
-                labels, distances = index.knn_query(block, k=n_query, num_threads=n_jobs)
-                break
-            except RuntimeError as error:
-                if search_ef >= _MAX_EF:
-                    raise ValueError(
-                        f"hnswlib found fewer than {n_query} neighbours for some points even with "
-                        f"ef={search_ef} ({error}). Increase M or ef_construction, or use "
-                        "method='exact'."
-                    ) from None
-                search_ef = min(2 * search_ef, _MAX_EF)
+        labels, distances, search_ef = hnsw_knn_query(index, features[rows], n_query, search_ef, n_jobs)
         similarity = np.subtract(np.float32(1.0), distances, out=distances)
         found, found_similarities = _drop_self(labels.view(np.int64), similarity, rows)
         indices[rows] = found
@@ -267,7 +277,17 @@ def knn_graph_from_lists(indices: ArrayLike, similarities: ArrayLike, n_samples:
     return graph
 
 
-def build_knn_graph(X: ArrayLike, n_neighbors: int = 30, *, method: str = "auto", **search_options) -> sp.csr_matrix:
+def build_knn_graph(
+    X: ArrayLike,
+    n_neighbors: int = 30,
+    *,
+    method: str = "auto",
+    M: int = 16,
+    ef_construction: int = 100,
+    ef: int | None = None,
+    random_state: int | np.random.Generator | None = None,
+    n_jobs: int | None = None,
+) -> sp.csr_matrix:
     """Build the symmetric cosine kNN affinity graph of ``X``.
 
     Parameters
@@ -278,9 +298,8 @@ def build_knn_graph(X: ArrayLike, n_neighbors: int = 30, *, method: str = "auto"
         Neighbours per sample before symmetrisation (the paper's K).
     method : {"auto", "exact", "hnsw"}, default="auto"
         See :func:`knn_search`.
-    **search_options
-        ``M``, ``ef_construction``, ``ef``, ``random_state``, ``n_jobs``:
-        passed to :func:`knn_search`.
+    M, ef_construction, ef, random_state, n_jobs
+        See :func:`knn_search`.
 
     Returns
     -------
@@ -298,7 +317,9 @@ def build_knn_graph(X: ArrayLike, n_neighbors: int = 30, *, method: str = "auto"
     >>> G.shape, (G != G.T).nnz
     ((200, 200), 0)
     """
-    indices, similarities = _knn_lists(X, n_neighbors, compact=True, method=method, **search_options)
+    indices, similarities = _knn_lists(X, n_neighbors, compact=True, method=method, M=M,
+                                       ef_construction=ef_construction, ef=ef, random_state=random_state,
+                                       n_jobs=n_jobs)
     return knn_graph_from_lists(indices, similarities)
 
 
@@ -373,10 +394,13 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
                 f"{path}: is not a fastprop graph file: arrays {sorted(missing)} are missing "
                 f"(found {archive.names}). Write it with fastprop.save_graph."
             )
-        if "format" in archive.names and _small_array(archive, "format", 0).tolist() not in ("csr", b"csr"):
+        stored_format = _small_array(archive, "format", 0).tolist() if "format" in archive.names else "csr"
+        if stored_format not in ("csr", b"csr"):
+            if isinstance(stored_format, bytes):
+                stored_format = stored_format.decode("ascii", "replace")
             raise ValueError(
-                f"{path}: holds a {archive.read('format')!r} matrix; fastprop graph files hold CSR "
-                "matrices (fastprop.save_graph, or scipy.sparse.save_npz of a csr_matrix)."
+                f"{path}: holds a {str(stored_format)[:20]!r} matrix; fastprop graph files hold CSR "
+                "matrices (fastprop.save_graph, or scipy.sparse.save_npz of a csr_matrix: convert with .tocsr())."
             )
         shape = _small_array(archive, "shape", 1)
         if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer) or shape[0] != shape[1] or shape[0] < 0:

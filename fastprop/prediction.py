@@ -62,7 +62,7 @@ from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
 from .graph_signals import density_from_neighbours, reach_from_neighbours
-from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
+from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index, hnsw_knn_query
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, float64_scaled_rows, unit_rows
 
@@ -166,27 +166,41 @@ class NeighbourhoodPredictor:
             ``max(cos, 0)``, on the fitted graph's scale when its weights are
             not cosine similarities (:func:`graph_weight_map`).
         """
-        n_rows, k = unit.shape[0], self.n_neighbors
-        if self.features.shape[0] <= EXACT_SEARCH_MAX_SAMPLES:
-            indices = np.empty((n_rows, k), dtype=np.int64)
-            similarities = np.empty((n_rows, k), dtype=np.float32)
-            block = max(1, SIMILARITY_BLOCK_BYTES // (4 * self.features.shape[0]))
-            for start in range(0, n_rows, block):
-                stop = min(start + block, n_rows)
-                scores = unit[start:stop] @ self.features.T
-                if self.row_scale is not None:
-                    scores *= self.row_scale.astype(np.float32)
-                # first_row below zero: no column is skipped as the row's own
-                top_k_rows(scores, k, -(stop - start) - 1, indices[start:stop], similarities[start:stop])
-        else:
-            index = self._hnsw()
-            index.set_ef(max(2 * k, 64))
-            labels, distances = index.knn_query(unit, k=k)
-            indices, similarities = labels.astype(np.int64), 1.0 - distances
+        found = self._approximate_neighbours(unit) if self.features.shape[0] > EXACT_SEARCH_MAX_SAMPLES else None
+        indices, similarities = self._exact_neighbours(unit) if found is None else found
         weights = np.maximum(similarities.astype(np.float64), 0.0)
         if self.to_graph_weights is not None:
             weights = np.where(weights > 0, self.to_graph_weights(weights), 0.0)
         return indices, weights
+
+    def _approximate_neighbours(self, unit):
+        """:meth:`neighbours`' indices and cosine similarities from hnswlib, or None where it cannot find them all.
+
+        hnswlib cannot return ``n_neighbors`` for some points of some indexes
+        (many duplicates of a few directions) even with a large ``ef``; the
+        exact search then does.
+        """
+        k = self.n_neighbors
+        try:
+            labels, distances, _ = hnsw_knn_query(self._hnsw(), unit, k, max(2 * k, 64))
+        except ValueError:
+            return None
+        return labels.astype(np.int64), 1.0 - distances
+
+    def _exact_neighbours(self, unit):
+        """:meth:`neighbours`' indices and cosine similarities by an exact search, a block of rows at a time."""
+        n_rows, k = unit.shape[0], self.n_neighbors
+        indices = np.empty((n_rows, k), dtype=np.int64)
+        similarities = np.empty((n_rows, k), dtype=np.float32)
+        block = max(1, SIMILARITY_BLOCK_BYTES // (4 * self.features.shape[0]))
+        for start in range(0, n_rows, block):
+            stop = min(start + block, n_rows)
+            scores = unit[start:stop] @ self.features.T
+            if self.row_scale is not None:
+                scores *= self.row_scale.astype(np.float32)
+            # first_row below zero: no column is skipped as the row's own
+            top_k_rows(scores, k, -(stop - start) - 1, indices[start:stop], similarities[start:stop])
+        return indices, similarities
 
     def _hnsw(self):
         if self.index is None:

@@ -162,6 +162,21 @@ def test_text_labels_validation_and_threshold_options(capsys, files):
     assert status == 0, err
     assert "threshold rule: validation" in out
 
+    # a header naming the columns the other way round is read by name, not by position
+    swapped = files["in"] / "val_swapped.csv"
+    swapped.write_text("Label,Index\n" + "".join(f"{files['truth'][i]},{i}\n" for i in unlabeled))
+    status, _, err = run(["propagate", "--features", files["X"], "--labels", text, "--validation",
+                          swapped, "--out", files["out"] / "swapped.npz"], capsys)
+    assert status == 0, err
+    with np.load(files["out"] / "a.npz", allow_pickle=False) as a, \
+            np.load(files["out"] / "swapped.npz", allow_pickle=False) as b:
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        np.testing.assert_array_equal(a["confidence"], b["confidence"])
+    both_labels = _text(files, "val_two.csv", "label,class\n" + "".join(f"{i},{files['truth'][i]}\n" for i in unlabeled))
+    status, out, err = run(["propagate", "--features", files["X"], "--labels", text, "--validation", both_labels,
+                            "--out", files["out"] / "c.npz"], capsys)
+    assert status == 2 and "names two label columns" in err and err.count("\n") == 1
+
     status, out, err = run(["propagate", "--features", files["Xy"], "--outlier-threshold", "none",
                             "--out", files["out"] / "b.npz"], capsys)  # labels: y of the .npz
     assert status == 0, err

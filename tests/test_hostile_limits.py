@@ -350,6 +350,8 @@ def test_cli_integers_beyond_int64_are_named_as_such(capsys):
     (lambda: calibration_error([1.0, 1.0], ["False", "False"]), "correct must hold booleans"),
     (lambda: calibration_error([1.0, 1.0], [2, 5]), "correct must hold booleans"),
     (lambda: calibration_error([1 + 1j], [True]), "confidence must hold real numbers"),
+    (lambda: calibration_error(["0.5", "1"], [True, True]), "confidence must hold real numbers"),
+    (lambda: calibration_error([np.nan, 0.5], [True, True]), "confidence has 1 NaN or infinite value"),
     (lambda: make_method(None, 0), "method name must be a string"),
     (lambda: make_method("SGC", 0, bogus=1), "SGC has no parameter 'bogus'; its parameters: depth"),
     (lambda: load_embeddings(None), "path must be a str or os.PathLike"),
@@ -456,3 +458,69 @@ def test_run_table_and_format_markdown_check_their_arguments():
 
     with pytest.raises(ValueError, match="every row needs 'seconds_mean'"):
         format_markdown([{"method": "A", "noise_ratio": 0.1, "accuracy_mean": 0.5}])
+
+
+# ------------------------------------------------ round four: float64 rows below float32's range, the CLI's causes
+
+
+def _two_tiny_clusters(scale):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(centre, 0.3, (40, 8)) for centre in (-1.0, 1.0)]) * scale
+    y = np.full(80, -1)
+    y[[0, 1, 40, 41]] = [0, 0, 1, 1]
+    return X, y
+
+
+def test_float64_rows_below_float32s_range_are_refused_where_values_matter_and_rescaled_where_only_directions():
+    """The baselines turned rows of ~1e-300 into zeros: a degenerate fit with a graph, 'all-zero rows' without."""
+    from fastprop.baselines import SGC
+
+    X, y = _two_tiny_clusters(1e-300)
+    graph = build_knn_graph(X * 1e300, 10)
+    for fit in (lambda: SGC().fit(X, y, graph=graph), lambda: SGC().fit(X, y)):
+        with pytest.raises(ValueError, match=r"80 row\(s\) whose values all underflow float32, the first is row 0 "
+                                             r"\(largest magnitude 1\.\d+e-300.*scale X up first"):
+            fit()
+    model = FastProp(random_state=0).fit(X, y)  # FastProp reads directions: rescaled, the same fit as at scale 1
+    np.testing.assert_array_equal(model.transduction_, FastProp(random_state=0).fit(X * 1e300, y).transduction_)
+    # float32's subnormal range is refused too (a few bits left), its normal range kept
+    with pytest.raises(ValueError, match="underflow float32"):
+        SGC().fit(X * 1e262, y, graph=graph)  # ~1e-38 / 1e2: subnormal
+    SGC().fit(X * 1e265, y, graph=graph)
+
+
+def test_new_points_fall_back_to_the_exact_search_where_hnswlib_cannot_find_every_neighbour(monkeypatch):
+    """Above 30,000 fitted samples predict queried hnswlib once: its RuntimeError reached the user."""
+    import fastprop.prediction as prediction
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(centre, 0.3, (100, 4)) for centre in (-1.0, 1.0)]).astype(np.float32)[:, :1]
+    y = np.full(200, -1)
+    y[[0, 100]] = [0, 1]  # one feature: every unit row is +1 or -1, 100 duplicates each, 199 neighbours asked
+    exact = FastProp(n_neighbors=199, random_state=0).fit(X, y)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 0)  # the approximate path, as at scale
+    approximate = FastProp(n_neighbors=199, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(approximate.predict_proba(X[:5]), exact.predict_proba(X[:5]))
+    np.testing.assert_array_equal(approximate.predict_confidence(X[:5]), exact.predict_confidence(X[:5]))
+
+
+def test_run_method_names_a_wrong_task_or_fitted_result():
+    from fastprop.evaluation.benchmark import run_method
+
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="task must be a NoisyTask"):
+        run_method("SGC", X, None, None, 0)
+    task = make_noisy_task(np.repeat([0, 1, 2, 3], 5), 2, label_ratio=0.2, noise_ratio=0.2, random_state=0)
+    with pytest.raises(ValueError, match="fitted must be what run_method"):
+        run_method("SGC + ConfNet", X, task, None, 0, fitted={})
+
+
+def test_a_graph_file_of_another_sparse_format_is_named_plainly(tmp_path):
+    sp.save_npz(tmp_path / "g.npz", sp.random(5, 5, density=0.5, format="csc", random_state=0))
+    with pytest.raises(ValueError, match=r"holds a 'csc' matrix; fastprop graph files hold CSR .*\.tocsr\(\)"):
+        load_graph(tmp_path / "g.npz")
+
+
+def test_build_knn_graph_names_an_unknown_option_as_its_own():
+    with pytest.raises(TypeError, match=r"build_knn_graph\(\) got an unexpected keyword argument 'bogus'"):
+        build_knn_graph(np.eye(6), 2, bogus=1)

@@ -63,8 +63,15 @@ def test_bad_inputs_say_what_is_wrong(noisy):
         refine_confidence(graph, -good)
     with pytest.raises(ValueError, match="all-zero rows"):
         refine_confidence(graph, np.zeros((n, 3)))
-    with pytest.raises(ValueError, match="confidence must be"):
-        refine_confidence(graph, good, confidence=np.full(n, np.nan))
+    with pytest.raises(ValueError, match="confidence has 1 NaN or infinite value"):
+        refine_confidence(graph, good, confidence=np.r_[np.nan, np.full(n - 1, 0.5)])
+    with pytest.raises(ValueError, match="confidence must be 5 finite numbers"):
+        refine_confidence(graph[:5, :5], good[:5], confidence=np.full(4, 0.5))
+    with pytest.raises(ValueError, match="confidence must hold real numbers"):
+        refine_confidence(graph, good, confidence=np.full(n, "0.5"))
+    # a score outside [0, 1] came back as it was (5.0 for a seed, up to 5.0 elsewhere): the docstring's range
+    with pytest.raises(ValueError, match=r"confidence must lie in \[0, 1\], got values from -5 to 5"):
+        refine_confidence(graph, good, confidence=np.r_[-5.0, np.full(n - 1, 5.0)])
     with pytest.raises(ValueError, match="combine"):
         refine_confidence(graph, good, combine="max")
     with pytest.raises(ValueError, match="labeled indices must be in"):

@@ -239,7 +239,8 @@ def build_parser():
                            help="a graph from 'fastprop graph' on the same features; default: "
                                 "build one with --neighbors and --method")
     propagate.add_argument("--validation", metavar="PATH",
-                           help="CSV of index,label lines (optional header) for unlabeled samples "
+                           help="CSV of index,label lines (an optional header may name the columns "
+                                "index and label in either order) for unlabeled samples "
                                 "whose truth is known, labels like the seeds' (the --unlabeled "
                                 "marker or an empty label = a known outlier); the outlier threshold "
                                 "is then the one that maximises accuracy on them (smoothed over "
@@ -285,7 +286,8 @@ def build_parser():
     bench.add_argument("--label-ratio", type=_fraction(False, True), default=0.01, metavar="RATIO",
                        help="share of each task's in-class samples given as seeds")
     bench.add_argument("--neighbors", type=_integer(1), default=30, metavar="K",
-                       help="neighbours per sample of each task's kNN graph")
+                       help="neighbours per sample of each task's kNN graph (at most the task's "
+                            "samples - 1)")
     bench.add_argument("--mnist-split", action="store_true",
                        help="fixed split: the M smallest class ids are every task's classes and "
                             "all other classes become outliers (for a pool without samples of no "

@@ -88,7 +88,13 @@ def _summary(model, labels, seconds, rule):
     n_samples = labels.y.size
     outliers = int(np.count_nonzero(model.transduction_ == model.unlabeled))
     if model.outlier_threshold_ > 1.0:
-        why = "every unlabeled sample rejected: the validation samples are all known outliers"
+        if rule == "validation":
+            cause = "rejecting every one scored best on the validation samples (e.g. all are known outliers)"
+        elif model.outlier_share is not None:
+            cause = f"--outlier-share {model.outlier_share:g} rounds to all of them"
+        else:
+            cause = "the threshold is above every confidence"
+        why = f"every unlabeled sample rejected: {cause}"
     else:
         why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"
     kind = "class names" if isinstance(model.unlabeled, str) else "classes"
@@ -197,7 +203,7 @@ def run_bench(args, progress):
     caption = (
         f"{args.metric.replace('_', ' ')} (%), mean ± std over {args.seeds} seed(s): "
         f"{args.classes} classes of {args.data}{' (fixed split)' if args.mnist_split else ''}, "
-        f"{args.label_ratio:g} label ratio, K={args.neighbors}"
+        f"{args.label_ratio:g} label ratio, K={args.neighbors} (at most a task's samples - 1)"
     )
     table = benchmark.format_markdown(rows, metric=args.metric)
     print(caption)

@@ -52,12 +52,18 @@ def _fit(name, X, task, graph, seed, progress, step):
 
 def _what_it_did(args, task, n_features):
     evaluated_outliers = int((task.truth[task.evaluation] == -1).sum())
+    n_seeds = int(task.seed_mask.sum())
+    # the protocol adds a seed for every class its draw missed: with many classes and few samples that is
+    # far more than DEMO_LABEL_RATIO of them
+    n_missed = n_seeds - round(DEMO_LABEL_RATIO * int((task.truth >= 0).sum()))
+    seed_share = f"{DEMO_LABEL_RATIO:.0%} of the in-class samples" + (
+        f", and {n_missed} more, one for each class that draw missed" if n_missed > 0 else "")
     return paragraph(
         f"What it did: drew {args.samples:,} synthetic {n_features}-d embeddings of {args.classes} "
         f"classes, {DEMO_OUTLIER_FRACTION:.0%} of them outliers that belong to no class "
         f"(make_noisy_mixture, seed {args.seed}), and made a task of "
-        f"{task.n_samples:,} of them: {int(task.seed_mask.sum())} seeds ({DEMO_LABEL_RATIO:.0%} of "
-        f"the in-class samples, the only labels the methods see), {len(task.validation[0])} "
+        f"{task.n_samples:,} of them: {n_seeds} seeds ({seed_share}; the only labels the methods see), "
+        f"{len(task.validation[0])} "
         "validation samples (their truth is used only to choose each method's outlier threshold) "
         f"and {task.evaluation.size:,} samples to evaluate, {evaluated_outliers:,} of them outliers. "
         "Each method gives every sample a class or rejects it as an outlier, on the same kNN graph."

@@ -188,23 +188,47 @@ def _validation_label(text, labels):
     return parse_integer(text)
 
 
+#: Header names of a validation file's index column, and of its label column (lower case).
+INDEX_COLUMN_NAMES = frozenset({"index", "idx", "id", "sample", "sample_index", "row"})
+LABEL_COLUMN_NAMES = frozenset({"label", "class", "y", "truth", "target", "intent"})
+
+
+def _index_column(header, where):
+    """Which column of a validation file's ``header`` holds the indices: 0 unless its names say 1."""
+    names = [name.lower() for name in header]
+    kinds = ["index" if name in INDEX_COLUMN_NAMES else "label" if name in LABEL_COLUMN_NAMES else None
+             for name in names]
+    if kinds[0] is not None and kinds[0] == kinds[1]:
+        raise ValueError(f"{where}, line 1: the header {','.join(header)!r} names two {kinds[0]} columns; "
+                         "name one 'index' and the other 'label'.")
+    return 1 if kinds[0] == "label" or kinds[1] == "index" else 0
+
+
 def load_validation(path, labels, option="--validation"):
     """``(indices, labels)`` from a CSV of ``index,label`` lines (optional header).
 
-    ``labels`` (:class:`SeedLabels`) are the seeds given to ``fit``; the pairs
-    are checked against them: indices in range and unlabeled, labels among the
-    classes or the marker (a known outlier; an empty label is one too).
+    A header (a first line that starts with a letter) may name the columns
+    in either order (``label,index``: :data:`INDEX_COLUMN_NAMES`,
+    :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
+    the index comes first. ``labels`` (:class:`SeedLabels`) are the seeds
+    given to ``fit``; the pairs are checked against them: indices in range
+    and unlabeled, labels among the classes or the marker (a known outlier;
+    an empty label is one too).
     """
     path = require_file(path, option)
     where = describe(option, path)
     pairs = []
+    index_column = 0
     for number, row in enumerate(csv.reader(read_lines(path, option)), start=1):
         fields = [field.strip() for field in row]
         if not any(fields):
             continue
+        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]) and parse_integer(fields[0]) is None:
+            index_column = _index_column(fields, where)  # header, e.g. "index,label" or "label,index"
+            continue
+        if len(fields) == 2 and index_column == 1:
+            fields = fields[::-1]
         index = parse_integer(fields[0]) if len(fields) == 2 else None
-        if index is None and number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]):
-            continue  # header, e.g. "index,label"
         label = None if index is None else _validation_label(fields[1], labels)
         if label is None:
             kind = "a class name" if isinstance(labels.unlabeled, str) else "an integer label"

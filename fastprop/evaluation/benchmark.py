@@ -35,7 +35,7 @@ from ..estimator import FastProp
 from ..graph import build_knn_graph
 from .._validation import check_features, check_integer
 from .datasets import load_embeddings, make_noisy_mixture
-from .protocol import calibration_error, evaluate, make_noisy_task
+from .protocol import NoisyTask, calibration_error, evaluate, make_noisy_task
 
 __all__ = [
     "METHOD_NAMES",
@@ -167,6 +167,11 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         (task class, -1 for an outlier). FastProp also gets
         ``validation=task.validation`` and returns its ``"timings"``.
     """
+    if not isinstance(task, NoisyTask):
+        raise ValueError(f"task must be a NoisyTask (from make_noisy_task), got {type(task).__name__}.")
+    if fitted is not None and not (isinstance(fitted, dict) and {"model", "seconds", "cpu_seconds"} <= set(fitted)):
+        raise ValueError("fitted must be what run_method(..., return_model=True) returned for the method "
+                         f"{name!r} refines, with its 'model', 'seconds' and 'cpu_seconds'.")
     gc.collect()
     if fitted is not None:
         model = fitted["model"]

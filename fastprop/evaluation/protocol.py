@@ -25,7 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import rankdata
 
-from .._validation import check_integer, check_pool_labels, check_random_state, check_real, check_scores
+from .._validation import (check_confidence, check_integer, check_pool_labels, check_random_state, check_real,
+                           check_scores)
 from ..threshold import accuracy_with_rejection, choose_threshold
 
 __all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc", "calibration_error"]
@@ -337,9 +338,7 @@ def calibration_error(confidence, correct, n_bins=10):
     0.25
     """
     check_integer("n_bins", n_bins, low=1, high=MAX_BINS)
-    if np.iscomplexobj(confidence):
-        raise ValueError("confidence must hold real numbers, got complex ones.")
-    scores = np.asarray(confidence, dtype=np.float64)
+    scores = check_confidence(confidence)  # real, finite, 1-D (strings such as "0.5" are refused)
     correct = np.asarray(correct)
     if correct.dtype != bool:
         numeric = np.issubdtype(correct.dtype, np.integer) or np.issubdtype(correct.dtype, np.floating)
@@ -350,7 +349,7 @@ def calibration_error(confidence, correct, n_bins=10):
         raise ValueError(f"confidence and correct must be 1-d of one length, got shapes {scores.shape} and "
                          f"{correct.shape}.")
     if not np.all((scores >= 0) & (scores <= 1)):
-        raise ValueError("confidence must lie in [0, 1] (no NaN): it is read as a probability.")
+        raise ValueError("confidence must lie in [0, 1]: it is read as a probability.")
     if scores.size == 0:
         return float("nan")
     bins = np.minimum((scores * n_bins).astype(np.int64), n_bins - 1)
