@@ -524,3 +524,18 @@ def test_a_graph_file_of_another_sparse_format_is_named_plainly(tmp_path):
 def test_build_knn_graph_names_an_unknown_option_as_its_own():
     with pytest.raises(TypeError, match=r"build_knn_graph\(\) got an unexpected keyword argument 'bogus'"):
         build_knn_graph(np.eye(6), 2, bogus=1)
+
+
+def test_the_command_line_reads_rows_far_below_float32s_range_by_their_directions(tmp_path, capsys):
+    from fastprop.cli import main
+
+    X, y = _two_tiny_clusters(1.0)
+    for name, scale in (("X.npy", 1.0), ("X_tiny.npy", 1e-300)):
+        np.save(tmp_path / name, X * scale)
+    np.save(tmp_path / "y.npy", y)
+    for name in ("X.npy", "X_tiny.npy"):
+        status = main(["propagate", "--features", str(tmp_path / name), "--labels", str(tmp_path / "y.npy"),
+                       "--out", str(tmp_path / f"{name}.npz")])
+        assert status == 0, capsys.readouterr().err
+    with np.load(tmp_path / "X.npy.npz") as plain, np.load(tmp_path / "X_tiny.npy.npz") as tiny:
+        np.testing.assert_array_equal(plain["labels"], tiny["labels"])

@@ -139,7 +139,8 @@ def load_features(path, option="--features", label_column=None):
                 f"unknown suffix {path.suffix!r}; give .npy (X), .npz (arrays X and optional y) or "
                 ".csv (a feature column per number, optionally a labels column)."
             )
-        return check_features(X, name="X"), labels
+        # graph and propagate read only the rows' directions: rows far from 1 in scale are rescaled, not lost
+        return check_features(X, name="X", rescale_rows=True), labels
     except ValueError as error:
         raise about_file(option, path, error) from None
 
