@@ -34,6 +34,11 @@ class NonNumericInputError(ValueError, TypeError):
     as NumPy's own conversion raises)."""
 
 
+#: ``check_features`` without ``rescale_rows`` refuses a row whose largest magnitude is below this:
+#: float32's smallest normal number divided by 2**11, where its subnormals keep fewer than 12 bits.
+_SMALLEST_FLOAT32_ROW = float(np.finfo(np.float32).tiny) * 2.0**-11
+
+
 def check_features(X, *, name="X", cosine=True, rescale_rows=False):
     """Validate a feature matrix and return it as C-contiguous float32.
 
@@ -115,15 +120,15 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
                 f"{bad[0]} (largest magnitude {float(largest[bad[0]]):.3g}). fastprop computes in float32: "
                 f"scale {name} down first."
             )
-        # A row whose every value is below float32's smallest normal number would turn to zeros (or keep a
-        # few bits) in float32: refused, not computed on as what it is not.
-        underflow = (largest > 0) & (largest < np.finfo(np.float32).tiny)
+        # A row whose largest value is this far into float32's subnormal range keeps under 12 bits (at
+        # 1e-300: all zero) and would be computed on as what it is not.
+        underflow = (largest > 0) & (largest < _SMALLEST_FLOAT32_ROW)
         if underflow.any():
             bad = np.flatnonzero(underflow)
             raise ValueError(
-                f"{name} has {bad.size} row(s) whose values all underflow float32, the first is row "
-                f"{bad[0]} (largest magnitude {float(largest[bad[0]]):.3g}, float32's smallest normal number "
-                f"is {float(np.finfo(np.float32).tiny):.3g}). fastprop computes in float32: scale {name} up first."
+                f"{name} has {bad.size} row(s) too small for float32, the first is row {bad[0]} (largest "
+                f"magnitude {float(largest[bad[0]]):.3g}; below {_SMALLEST_FLOAT32_ROW:.3g} float32 keeps fewer "
+                f"than 12 bits of a value). fastprop computes in float32: scale {name} up first."
             )
     if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)

@@ -24,6 +24,8 @@ COLUMN_BLOCK = 16
 #: block; the fit 4-8% faster there (bench/RESULTS.md, issue #17). 41 columns
 #: at 100k samples, 16 at a million.
 COLUMN_BLOCK_BYTES = 32 * 2**20
+
+
 def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
     """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
 
@@ -49,7 +51,7 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
         among all rows, and costs only its ``depth``-hop neighbourhood.
     n_top : int, default=1
         How many of the largest known-class probabilities are summed
-        (:func:`known_top`).
+        (:func:`fastprop.novelty.known_top`).
 
     Returns
     -------

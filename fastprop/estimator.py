@@ -112,8 +112,9 @@ class FastProp(TransductiveEstimator):
         (:data:`fastprop.novelty.TOP_UP_ROWS`). 0 is the paper's single round. Used with
         ``local_predictor="sgc"`` and ``labels="graph"`` only. ``"auto"``
         is 3000, or 100 a class when that is more, at most 10,000 and at most
-        2/3 of the unlabeled samples, so that small classes are never taken
-        whole (:func:`fastprop.self_training.pseudo_label_total`): a count that
+        2/3 of the unlabeled samples (known outliers aside), so that small
+        classes are not taken whole on average; a predicted class smaller than
+        its even share still is (:func:`fastprop.self_training.pseudo_label_total`): a count that
         does not grow with the samples keeps the refit (a softmax regression
         on that many rows) as cheap at a million samples as at ten thousand;
         3000 is 100 a class on Banking77 (30 classes) and 600 on MNIST (5),
@@ -543,13 +544,12 @@ class FastProp(TransductiveEstimator):
         )
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         # The patch buffers go to the pass alone, which frees them after its loop.
-        n_candidates = np.setdiff1d(np.flatnonzero(~labeled), known_outliers).size  # what self-training may take
+        unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
         found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
-                                 pass_options(self, classes.size, n_candidates), notify)
+                                 pass_options(self, classes.size, unlabeled.size), notify)
         timings.update(found.timings)
         final = found.confidence
         final[known_outliers] = 0.0
-        unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)
         clock = time.perf_counter()
         predicted = found.distributions.argmax(axis=1)
         predicted[labeled] = seed_class[labeled]

@@ -80,29 +80,6 @@ def _hnsw_index(features, order, *, M, ef_construction, seed, build_jobs):
     return index
 
 
-def hnsw_knn_query(index, block, k, ef, n_jobs=-1):
-    """``index.knn_query(block, k)`` with the search's ``ef`` doubled (up to ``_MAX_EF``) until it finds ``k``.
-
-    hnswlib raises a RuntimeError when a point's search ends with fewer than
-    ``k`` neighbours (duplicates, or a sparse region of the index); a larger
-    ``ef`` finds them. Returns ``(labels, distances, ef)``, the ``ef`` that
-    worked (a start for the next block); a ValueError when even ``_MAX_EF``
-    does not.
-    """
-    while True:
-        index.set_ef(ef)
-        try:
-            labels, distances = index.knn_query(block, k=k, num_threads=n_jobs)
-            return labels, distances, ef
-        except RuntimeError as error:
-            if ef >= _MAX_EF:
-                raise ValueError(
-                    f"hnswlib found fewer than {k} neighbours for some points even with ef={ef} ({error}). "
-                    "Increase M or ef_construction, or use method='exact'."
-                ) from None
-            ef = min(2 * ef, _MAX_EF)
-
-
 def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, ef, n_jobs):
     """Fill ``indices``/``similarities`` with every sample's neighbours in ``index``.
 
@@ -115,7 +92,20 @@ def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, e
     search_ef = max(ef, n_query)
     for start in range(0, n_samples, _BLOCK_ROWS):
         rows = order[start : start + _BLOCK_ROWS]
-        labels, distances, search_ef = hnsw_knn_query(index, features[rows], n_query, search_ef, n_jobs)
+        block = features[rows]
+        while True:
+            index.set_ef(search_ef)
+            try:
+                labels, distances = index.knn_query(block, k=n_query, num_threads=n_jobs)
+                break
+            except RuntimeError as error:
+                if search_ef >= _MAX_EF:
+                    raise ValueError(
+                        f"hnswlib found fewer than {n_query} neighbours for some points even with "
+                        f"ef={search_ef} ({error}). Increase M or ef_construction, or use "
+                        "method='exact'."
+                    ) from None
+                search_ef = min(2 * search_ef, _MAX_EF)
         similarity = np.subtract(np.float32(1.0), distances, out=distances)
         found, found_similarities = _drop_self(labels.view(np.int64), similarity, rows)
         indices[rows] = found

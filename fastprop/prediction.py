@@ -62,7 +62,7 @@ from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
 from .graph_signals import density_from_neighbours, reach_from_neighbours
-from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index, hnsw_knn_query
+from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, float64_scaled_rows, unit_rows
 
@@ -166,26 +166,41 @@ class NeighbourhoodPredictor:
             ``max(cos, 0)``, on the fitted graph's scale when its weights are
             not cosine similarities (:func:`graph_weight_map`).
         """
-        found = self._approximate_neighbours(unit) if self.features.shape[0] > EXACT_SEARCH_MAX_SAMPLES else None
-        indices, similarities = self._exact_neighbours(unit) if found is None else found
+        if self.features.shape[0] > EXACT_SEARCH_MAX_SAMPLES:
+            indices, similarities = self._approximate_neighbours(unit)
+        else:
+            indices, similarities = self._exact_neighbours(unit)
         weights = np.maximum(similarities.astype(np.float64), 0.0)
         if self.to_graph_weights is not None:
             weights = np.where(weights > 0, self.to_graph_weights(weights), 0.0)
         return indices, weights
 
     def _approximate_neighbours(self, unit):
-        """:meth:`neighbours`' indices and cosine similarities from hnswlib, or None where it cannot find them all.
+        """:meth:`neighbours`' indices and cosine similarities from hnswlib, the exact search's where it fails.
 
         hnswlib cannot return ``n_neighbors`` for some points of some indexes
-        (many duplicates of a few directions) even with a large ``ef``; the
-        exact search then does.
+        (many duplicates of a few directions): then each row is queried on
+        its own, with the same ``ef``, and a row hnswlib fails on gets the
+        exact search's neighbours. A row's neighbours thus never depend on
+        the other rows queried with it.
         """
-        k = self.n_neighbors
+        index, k = self._hnsw(), self.n_neighbors
+        index.set_ef(max(2 * k, 64))
         try:
-            labels, distances, _ = hnsw_knn_query(self._hnsw(), unit, k, max(2 * k, 64))
-        except ValueError:
-            return None
-        return labels.astype(np.int64), 1.0 - distances
+            labels, distances = index.knn_query(unit, k=k)
+            return labels.astype(np.int64), 1.0 - distances
+        except RuntimeError:
+            pass
+        indices = np.empty((unit.shape[0], k), dtype=np.int64)
+        similarities = np.empty((unit.shape[0], k), dtype=np.float32)
+        for row in range(unit.shape[0]):
+            try:
+                labels, distances = index.knn_query(unit[row : row + 1], k=k)
+                indices[row], similarities[row] = labels[0], 1.0 - distances[0]
+            except RuntimeError:
+                found = self._exact_neighbours(unit[row : row + 1])
+                indices[row], similarities[row] = found[0][0], found[1][0]
+        return indices, similarities
 
     def _exact_neighbours(self, unit):
         """:meth:`neighbours`' indices and cosine similarities by an exact search, a block of rows at a time."""

@@ -32,9 +32,11 @@ AUTO_PER_CLASS = 100
 #: rows x features x classes; 7,700 rows on Banking77's 77 classes is the
 #: largest measured) ...
 AUTO_MOST = 10_000
-#: ... nor more than this share of the samples that may be taken. The counts
-#: above are ~0.6 of a class where classes hold ~170-1000 samples, but with
-#: small classes they are all of them (150 synthetic classes of ~32 samples:
+#: ... nor more than this share of the samples that may be taken (the total:
+#: split evenly, a predicted class smaller than its share is still taken
+#: whole, and the split's rounding up may add one a class). The counts above
+#: are ~0.6 of a class where classes hold ~170-1000 samples, but with small
+#: classes they are all of them (150 synthetic classes of ~32 samples:
 #: 10,000 is every sample, each with the class it was given), and a refit on
 #: every label, wrong ones included, lost 7 points of in-class accuracy
 #: against none. Capped at 2/3 (bench/RESULTS.md, issue #16): there +6.1 /

@@ -172,7 +172,8 @@ def test_text_labels_validation_and_threshold_options(capsys, files):
             np.load(files["out"] / "swapped.npz", allow_pickle=False) as b:
         np.testing.assert_array_equal(a["labels"], b["labels"])
         np.testing.assert_array_equal(a["confidence"], b["confidence"])
-    both_labels = _text(files, "val_two.csv", "label,class\n" + "".join(f"{i},{files['truth'][i]}\n" for i in unlabeled))
+    pairs = "".join(f"{i},{files['truth'][i]}\n" for i in unlabeled)
+    both_labels = _text(files, "val_two.csv", "label,class\n" + pairs)
     status, out, err = run(["propagate", "--features", files["X"], "--labels", text, "--validation", both_labels,
                             "--out", files["out"] / "c.npz"], capsys)
     assert status == 2 and "names two label columns" in err and err.count("\n") == 1

@@ -619,7 +619,7 @@ def test_validation_of_only_known_outliers_gives_a_finite_threshold(issue, tmp_p
                    "--validation", str(tmp_path / "val.csv"), "--out", str(tmp_path / "r.npz")])
     out = capsys.readouterr().out
     assert status == 0 and "inf" not in out
-    assert "198 outliers (every unlabeled sample rejected: rejecting every one scored best on the validation" in out
+    assert "198 outliers (every unlabeled sample rejected: on the validation samples, rejecting all of them" in out
     # an outlier share that rounds to every unlabeled sample is said to be the cause, not a validation set
     status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
                    "--outlier-share", "0.999", "--out", str(tmp_path / "s.npz")])

@@ -869,7 +869,9 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
     assert models[0].n_provisional_classes_ > 0
     monkeypatch.setattr(fastprop.novelty, "SCOUT_FROM", y.size)  # every unlabeled sample read
     every = FastProp(n_neighbors=10, random_state=0).fit(X, y)
-    for model in (models[0], every):  # both claim one unseeded cluster of two here (and a few samples), keep the classes
+    # both claim one unseeded cluster of two here and keep the classes (0.506 / 0.531 of the outliers rejected;
+    # 0.500 / 0.513 when self-training took every unlabeled sample)
+    for model in (models[0], every):
         assert abs(np.mean(model.transduction_[truth < 0] == -1) - 0.5) < 0.05
         assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.99
 

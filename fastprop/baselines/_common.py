@@ -93,15 +93,18 @@ class Problem(NamedTuple):
     targets: np.ndarray
 
 
-def prepare_fit(X, y, graph, n_neighbors):
+def prepare_fit(X, y, graph, n_neighbors, reads_features=True):
     """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
 
     All-zero rows of ``X`` are rejected only when the graph has to be built
     from cosine similarities; it is built as FastProp builds its own, with
-    ``n_neighbors`` clamped to ``n_samples - 1`` on tiny inputs.
+    ``n_neighbors`` clamped to ``n_samples - 1`` on tiny inputs. A method
+    that does not ``reads_features`` (it uses ``X`` only for the graph)
+    gets its rows rescaled where their scale leaves float32's range, as
+    the graph build reads them, rather than refused.
     """
     check_integer("n_neighbors", n_neighbors, low=1)
-    features = check_features(X, cosine=graph is None)
+    features = check_features(X, cosine=graph is None, rescale_rows=not reads_features)
     n_samples = features.shape[0]
     classes, encoded = check_labels(y, n_samples)
     if graph is None:
@@ -248,8 +251,11 @@ class GraphBaseline(TransductiveEstimator):
     ``_check_params()`` returns the validated hyperparameters as a dict (it never
     writes to ``self``); ``_scores(problem, **params)`` returns class scores of
     shape (n_samples, n_classes), which :func:`to_distributions` clips at 0 and
-    normalises, and may set ``n_iter_``.
+    normalises, and may set ``n_iter_``. A method that reads the graph alone
+    sets ``_reads_features = False`` (see :func:`prepare_fit`).
     """
+
+    _reads_features = True
 
     @serialised
     def fit(self, X: ArrayLike, y: ArrayLike, graph: sp.spmatrix | sp.sparray | None = None) -> GraphBaseline:
@@ -270,7 +276,7 @@ class GraphBaseline(TransductiveEstimator):
         self
         """
         params = self._check_params()
-        problem = prepare_fit(X, y, graph, self.n_neighbors)
+        problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features)
         distributions = to_distributions(self._scores(problem, **params), problem)
         self.n_features_in_ = problem.features.shape[1]
         self.classes_ = problem.classes
@@ -278,4 +284,3 @@ class GraphBaseline(TransductiveEstimator):
         self.confidence_ = distributions.max(axis=1)
         self.transduction_ = problem.classes[distributions.argmax(axis=1)]
         return self
-

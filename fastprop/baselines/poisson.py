@@ -347,6 +347,8 @@ class PoissonLearning(GraphBaseline):
     1.0
     """
 
+    _reads_features = False  # the graph alone
+
     def __init__(self, n_neighbors=30, *, max_iter=1000, tol="mixing", volume_constraint=False, class_prior=None):
         self.n_neighbors = n_neighbors
         self.max_iter = max_iter

@@ -146,6 +146,8 @@ class LabelPropagation(GraphBaseline):
     1.0
     """
 
+    _reads_features = False  # the graph alone
+
     def __init__(self, n_neighbors=30, *, max_iter=1000, tol=1e-6):
         self.n_neighbors = n_neighbors
         self.max_iter = max_iter
@@ -201,6 +203,8 @@ class LabelSpreading(GraphBaseline):
     >>> print((model.transduction_ == np.repeat([0, 1], 50)).mean())
     1.0
     """
+
+    _reads_features = False  # the graph alone
 
     def __init__(self, n_neighbors=30, *, alpha=0.9, max_iter=1000, tol=1e-6):
         self.n_neighbors = n_neighbors

@@ -87,13 +87,9 @@ def _summary(model, labels, seconds, rule):
     """The line that says what ``propagate`` found."""
     n_samples = labels.y.size
     outliers = int(np.count_nonzero(model.transduction_ == model.unlabeled))
-    if model.outlier_threshold_ > 1.0:
-        if rule == "validation":
-            cause = "rejecting every one scored best on the validation samples (e.g. all are known outliers)"
-        elif model.outlier_share is not None:
-            cause = f"--outlier-share {model.outlier_share:g} rounds to all of them"
-        else:
-            cause = "the threshold is above every confidence"
+    if model.outlier_threshold_ > 1.0:  # from a validation set or an outlier share (a given threshold is <= 1)
+        cause = ("on the validation samples, rejecting all of them scored best (e.g. all are known outliers)"
+                 if rule == "validation" else f"--outlier-share {model.outlier_share:g} rounds to all of them")
         why = f"every unlabeled sample rejected: {cause}"
     else:
         why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"

@@ -223,17 +223,19 @@ def load_validation(path, labels, option="--validation"):
         fields = [field.strip() for field in row]
         if not any(fields):
             continue
-        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]) and parse_integer(fields[0]) is None:
+        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]):
             index_column = _index_column(fields, where)  # header, e.g. "index,label" or "label,index"
             continue
-        if len(fields) == 2 and index_column == 1:
-            fields = fields[::-1]
-        index = parse_integer(fields[0]) if len(fields) == 2 else None
-        label = None if index is None else _validation_label(fields[1], labels)
+        index, label = None, None
+        if len(fields) == 2:
+            index_text, label_text = fields[::-1] if index_column == 1 else fields
+            index = parse_integer(index_text)
+            label = None if index is None else _validation_label(label_text, labels)
         if label is None:
             kind = "a class name" if isinstance(labels.unlabeled, str) else "an integer label"
+            order = "label,index" if index_column == 1 else "index,label"
             raise ValueError(
-                f"{where}, line {number}: expected 'index,label' with an index in plain digits "
+                f"{where}, line {number}: expected '{order}' with an index in plain digits "
                 f"(-?[0-9]+) and {kind} like the seeds', got {','.join(fields)[:40]!r}."
             )
         pairs.append((index, label))
