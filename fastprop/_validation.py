@@ -112,24 +112,19 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
         if outside.any():
             exponents = np.where(outside, np.frexp(largest)[1], 0)
     elif array.dtype.itemsize > 4 and np.issubdtype(array.dtype, np.floating):
-        overflow = largest > np.finfo(np.float32).max
-        if overflow.any():
-            bad = np.flatnonzero(overflow)
-            raise ValueError(
-                f"{name} has {bad.size} row(s) with a value that overflows float32, the first is row "
-                f"{bad[0]} (largest magnitude {float(largest[bad[0]]):.3g}). fastprop computes in float32: "
-                f"scale {name} down first."
-            )
-        # A row whose largest value is this far into float32's subnormal range keeps under 12 bits (at
-        # 1e-300: all zero) and would be computed on as what it is not.
-        underflow = (largest > 0) & (largest < _SMALLEST_FLOAT32_ROW)
-        if underflow.any():
-            bad = np.flatnonzero(underflow)
-            raise ValueError(
-                f"{name} has {bad.size} row(s) too small for float32, the first is row {bad[0]} (largest "
-                f"magnitude {float(largest[bad[0]]):.3g}; below {_SMALLEST_FLOAT32_ROW:.3g} float32 keeps fewer "
-                f"than 12 bits of a value). fastprop computes in float32: scale {name} up first."
-            )
+        # Past float32's largest value a row would be inf; below _SMALLEST_FLOAT32_ROW it keeps under 12 bits
+        # (at 1e-300: all zero) and would be computed on as what it is not.
+        for beyond, what, direction in (
+            (largest > np.finfo(np.float32).max, "with a value that overflows float32", "down"),
+            ((largest > 0) & (largest < _SMALLEST_FLOAT32_ROW),
+             f"too small for float32 (below {_SMALLEST_FLOAT32_ROW:.3g} it keeps fewer than 12 bits)", "up"),
+        ):
+            if beyond.any():
+                bad = np.flatnonzero(beyond)
+                raise ValueError(
+                    f"{name} has {bad.size} row(s) {what}, the first is row {bad[0]} (largest magnitude "
+                    f"{float(largest[bad[0]]):.3g}). fastprop computes in float32: scale {name} {direction} first."
+                )
     if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
     else:
