@@ -192,6 +192,11 @@ BAD = {
                                               "--unlabeled", "none"], "--unlabeled 'none' is not an integer"),
     "unknown validation name": (lambda f: ["--features", f["in"] / "X.npy", "--labels", f["in"] / "names.txt",
                                            "--validation", _unknown_name(f)], "'cow'"),
+    # a first line "name,index" with no header was skipped as a header, and line 2 blamed
+    "validation names first, no header": (lambda f: ["--features", f["in"] / "X.npy", "--labels",
+                                                     f["in"] / "names.txt", "--validation",
+                                                     _table(f, "v1.csv", f"{NAMES[0]},5\n{NAMES[1]},6\n")],
+                                          "v1.csv, line 1: expected 'index,label'"),
     "validation name, integer seeds": (lambda f: ["--features", f["in"] / "X.npy", "--labels", f["in"] / "y.npy",
                                                   "--validation", f["in"] / "val_names.csv"],
                                        "an integer label like the seeds'"),

@@ -223,9 +223,9 @@ def load_validation(path, labels, option="--validation"):
         fields = [field.strip() for field in row]
         if not any(fields):
             continue
-        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]):
+        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]) and parse_integer(fields[1]) is None:
             index_column = _index_column(fields, where)  # header, e.g. "index,label" or "label,index"
-            continue
+            continue  # (a first line like "dog,5" is data in the wrong order, not a header: it is refused below)
         index, label = None, None
         if len(fields) == 2:
             index_text, label_text = fields[::-1] if index_column == 1 else fields
