@@ -207,7 +207,8 @@ def _index_column(header, where):
 def load_validation(path, labels, option="--validation"):
     """``(indices, labels)`` from a CSV of ``index,label`` lines (optional header).
 
-    A header (a first line that starts with a letter) may name the columns
+    A header (a first line that starts with a letter, its second field no
+    integer) may name the columns
     in either order (``label,index``: :data:`INDEX_COLUMN_NAMES`,
     :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
     the index comes first. ``labels`` (:class:`SeedLabels`) are the seeds
