@@ -78,6 +78,13 @@ def _read_header(stream, where):
             f"{where} holds Python objects (dtype {dtype}), which fastprop never unpickles. "
             "Save plain numeric arrays."
         )
+    if dtype.itemsize == 0 or dtype.subdtype is not None:  # zero-width text; items that are arrays themselves
+        raise ValueError(
+            f"{where} has items of dtype {dtype!s:.40}, which fastprop does not read. Save plain numbers "
+            "or text (numpy.save of an array of numbers or of non-empty strings)."
+        )
+    if any(dimension < 0 for dimension in shape):
+        raise ValueError(f"{where} declares a negative dimension in its shape; the file is corrupt.")
     return shape, fortran_order, dtype
 
 
@@ -251,6 +258,33 @@ class NpzArchive:
             raise _read_error(where, error) from None
 
 
+def output_target(path):
+    """The file an output ``path`` names, its links followed; a ValueError says why it cannot be one.
+
+    Refused: a directory, a missing directory, and anything but a regular
+    file (a FIFO; a device, ``/dev/stdout`` included, which resolves through
+    ``/proc`` to whatever the stream is). The messages name no path: the
+    caller says which output it is.
+    """
+    given = os.fspath(path)
+    try:
+        target = Path(os.path.realpath(given))  # a link's target, so that the link is not replaced by a file
+        if target.is_dir():
+            raise ValueError("it is a directory; give a file name.")
+        special = any(os.fspath(name).startswith(("/dev/", "/proc/")) for name in (os.path.abspath(given), target))
+        if special or (target.exists() and not target.is_file()):
+            raise ValueError(
+                "it is not a regular file (a FIFO, a device or a socket); give the name of a file to create "
+                "or replace."
+            )
+        if not target.parent.is_dir():
+            shown = target.parent if os.path.islink(given) else Path(given).parent
+            raise ValueError(f"directory {os.fspath(shown)!r} does not exist.")
+    except OSError as error:  # e.g. a name too long for the file system
+        raise ValueError(f"{error.strerror or error}.") from None
+    return target
+
+
 def write_atomically(outputs):
     """Write several files, each to a temporary name in its directory, then rename them.
 
@@ -266,20 +300,24 @@ def write_atomically(outputs):
     and ``SystemExit`` included; only a process killed outright (SIGKILL)
     can leave one behind.
 
+    A target that is a symbolic link is followed: the file it points to is
+    replaced, the link stays.
+
     Raises
     ------
     ValueError
-        A target's directory does not exist, or a target is a directory.
+        A target's directory does not exist, or a target is a directory or
+        another non-regular file (a FIFO, a device such as ``/dev/stdout``).
     OSError
         Writing failed (permissions, disk full); the message names the target,
         not the temporary file.
     """
-    targets = [Path(path) for path, _ in outputs]
-    for path in targets:
-        if path.is_dir():
-            raise ValueError(f"cannot write {os.fspath(path)!r}: it is a directory; give a file name.")
-        if not path.parent.is_dir():
-            raise ValueError(f"cannot write {os.fspath(path)!r}: directory {os.fspath(path.parent)!r} does not exist.")
+    targets = []
+    for path, _ in outputs:
+        try:
+            targets.append(output_target(path))
+        except ValueError as error:
+            raise ValueError(f"cannot write {os.fspath(path)!r}: {error}") from None
     mask = os.umask(0)
     os.umask(mask)
     temporaries = []

@@ -124,10 +124,13 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                      for value in named):
                 named = as_integer_labels(named, "y")
             else:
+                missing = any(isinstance(value, numbers.Real) and value != value for value in named)  # NaN
+                hint = (f" A NaN is a label here, not a missing one: fill the missing labels with the marker "
+                        f"first (with pandas, y.fillna({unlabeled!r}))." if missing else "")
                 raise ValueError(
                     "y mixes labels of different kinds (e.g. strings and numbers) or holds labels "
                     f"that are neither integers nor strings ({_shown_values(named)}); use integers, "
-                    f"or strings with unlabeled={unlabeled!r} marking the unlabeled samples."
+                    f"or strings with unlabeled={unlabeled!r} marking the unlabeled samples.{hint}"
                 )
     else:
         if not isinstance(unlabeled, numbers.Integral):
@@ -181,10 +184,13 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
                         for value, is_outlier in zip(labels.tolist(), outlier.tolist())], dtype=np.int64)
     unknown = encoded == -2
     if unknown.any():
+        text_for_numbers = classes.dtype.kind in "iu" and labels.dtype.kind == "U"
+        hint = (" They are text while the classes are integers: NumPy turns a list that mixes strings and "
+                "integers into strings; pass numpy.array(labels, dtype=object)." if text_for_numbers else "")
         raise ValueError(
             f"{name} {_shown_values(_distinct(labels[unknown]))} are not classes of y "
             f"({_shown_values(classes)}{', ...' if classes.size > _MAX_SHOWN else ''}); use "
-            f"{unlabeled!r} for samples of no known class."
+            f"{unlabeled!r} for samples of no known class.{hint}"
         )
     return encoded
 

@@ -6,6 +6,7 @@ the kernels behind it trust what they receive. Each helper raises a
 how to fix it.
 """
 
+import math
 import numbers
 import os
 
@@ -70,6 +71,11 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
         raise ValueError(
             f"{name} is a sparse matrix; fastprop needs a dense array of embeddings. "
             f"Convert it with {name}.toarray() if it fits in memory."
+        )
+    if np.ma.is_masked(X):  # np.asarray would drop the mask and use the values under it
+        raise ValueError(
+            f"{name} is a masked array with {np.ma.count_masked(X)} masked value(s), which fastprop cannot "
+            f"leave out; fill them ({name}.filled(value)) or drop their rows."
         )
     array = np.asarray(X)
     if array.dtype == object:
@@ -229,8 +235,12 @@ def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inc
     """Validate a finite real parameter in a range; open ends are ``None``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}.")
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}.")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # a Python int beyond float64's range
+        finite = False
+    if not finite:
+        raise ValueError(f"{name} must be finite, got {value!r:.40}.")
     _check_range(name, value, low, high, low_inclusive, high_inclusive)
     return float(value)
 

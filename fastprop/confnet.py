@@ -41,7 +41,7 @@ def refine_confidence(graph, label_distributions, confidence=None, *, labeled=No
     confidence : array_like of shape (n_samples,), optional
         The method's confidence; by default the row maximum of the distributions.
     labeled : array_like of bool (n_samples,) or of int, optional
-        The seeds (a mask or indices): never trained on, and they keep ``confidence``.
+        The seeds (a boolean mask, or distinct indices): never trained on, and they keep ``confidence``.
     combine : {"mean", "confnet"}, default="mean"
         ``"mean"``: the mean of ``confidence`` and ConfNet's (the paper's
         ConfNet-dagger, FastProp's default); ``"confnet"``: ConfNet's alone.
@@ -129,6 +129,11 @@ def _seed_mask(labeled, n_samples):
         raise ValueError("labeled must be a boolean mask or a 1-D array of sample indices.")
     if labeled.size and (labeled.min() < 0 or labeled.max() >= n_samples):
         raise ValueError(f"labeled indices must be in [0, {n_samples - 1}].")
+    if np.unique(labeled).size != labeled.size:
+        raise ValueError(
+            "labeled indices repeat; if labeled is a 0/1 mask of integers, pass it as booleans "
+            "(labeled.astype(bool)) or as indices (numpy.flatnonzero(labeled))."
+        )
     mask[labeled] = True
     return mask
 

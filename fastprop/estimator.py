@@ -589,6 +589,7 @@ class FastProp(TransductiveEstimator):
         self.confnet_confidence_ = (np.full(n_samples, np.nan) if found.confnet is None
                                     else np.where(labeled, 1.0, found.confnet))
         self.view_count_ = found.state.view_count
+        self._fitted_unlabeled = self.unlabeled  # predict's and score's marker, whatever set_params does later
         self.transduction_ = decode_labels(classes, predicted, self.unlabeled)
         self.outlier_threshold_ = float(threshold)
         self.n_iter_ = found.state.n_patches
@@ -628,7 +629,7 @@ class FastProp(TransductiveEstimator):
         distributions, confidence = self._predict_new(X)
         predicted = distributions.argmax(axis=1)
         predicted[confidence < self.outlier_threshold_] = -1
-        return decode_labels(self.classes_, predicted, self.unlabeled)
+        return decode_labels(self.classes_, predicted, self._fitted_unlabeled)
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class distributions of new points (rows sum to 1; columns in the order of ``classes_``).
@@ -675,7 +676,7 @@ class FastProp(TransductiveEstimator):
         float
         """
         self._check_fitted()
-        truth = encode_known(y, self.classes_, self.unlabeled, name="y")
+        truth = encode_known(y, self.classes_, self._fitted_unlabeled, name="y")
         distributions, confidence = self._predict_new(X)
         if truth.size != confidence.size:
             raise ValueError(f"y has {truth.size} labels but X has {confidence.size} points.")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._files import NpzArchive, read_npy, write_atomically
+from .._files import NpzArchive, output_target, read_npy, write_atomically
 from .._validation import check_features
 from ._tables import read_feature_table
 
@@ -30,9 +30,13 @@ def describe(option, path):
 def require_file(path, option):
     """Fail with a clear message unless ``path`` is an existing regular file."""
     path = Path(path)
-    if not path.exists():
+    try:
+        exists, regular = path.exists(), path.is_file()
+    except OSError as error:  # e.g. a name too long for the file system
+        raise ValueError(f"{describe(option, path)}: {error.strerror or error}.") from None
+    if not exists:
         raise ValueError(f"{describe(option, path)}: no such file.")
-    if not path.is_file():
+    if not regular:
         raise ValueError(f"{describe(option, path)}: not a regular file.")
     return path
 
@@ -40,11 +44,10 @@ def require_file(path, option):
 def check_output(path, option, inputs=()):
     """Check, before any work, that ``path`` can be written and is none of ``inputs``."""
     path = Path(path)
-    directory = path.parent
-    if path.is_dir():
-        raise ValueError(f"{describe(option, path)}: is a directory; give a file name.")
-    if not directory.is_dir():
-        raise ValueError(f"{describe(option, path)}: directory {str(directory)!r} does not exist.")
+    try:
+        directory = output_target(path).parent
+    except ValueError as error:
+        raise ValueError(f"{describe(option, path)}: {error}") from None
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ValueError(f"{describe(option, path)}: directory {str(directory)!r} is not writable.")
     for other_option, other in inputs:
@@ -66,14 +69,23 @@ def about_file(option, path, error):
 
 
 def read_lines(path, option, alternative=""):
-    """The lines of a UTF-8 text file (a byte-order mark is dropped); ``alternative``: what else the option reads."""
+    r"""The lines of a UTF-8 text file (a byte-order mark is dropped); ``alternative``: what else the option reads.
+
+    Lines end at ``\n``, ``\r\n`` or ``\r`` only: a form feed or another
+    Unicode line separator inside a label stays in it (``str.splitlines``
+    would split there and shift every later line).
+    """
     try:
-        with open(path, encoding="utf-8-sig") as stream:
-            return stream.read().splitlines()
+        with open(path, encoding="utf-8-sig", newline=None) as stream:  # "\r\n" and "\r" read as "\n"
+            text = stream.read()
     except UnicodeDecodeError:
         raise ValueError(
             f"{describe(option, path)}: not a text file (it is not UTF-8); save it as UTF-8 text{alternative}."
         ) from None
+    lines = text.split("\n")
+    if lines[-1] == "":  # the end of the last line, or an empty file
+        lines.pop()
+    return lines
 
 
 def load_array(path, name, option):

@@ -120,6 +120,12 @@ def seed_labels(y, unlabeled, n_samples, context):
         classes, encoded = check_labels(y, n_samples, unlabeled)
     except ValueError as error:
         raise ValueError(f"{context}{error}") from None
+    if not np.any(encoded < 0):
+        raise ValueError(
+            f"{context}no sample has the label {unlabeled!r} that --unlabeled says marks an unlabeled one, so "
+            "every sample would be a seed and none is left to label; give --unlabeled the text or number "
+            "your file uses for them (the default is -1; '' for empty lines)."
+        )
     if classes.dtype.kind in "iu":
         y = np.asarray(y).astype(np.int64)
     return SeedLabels(y, unlabeled, classes, encoded)
@@ -193,13 +199,13 @@ INDEX_COLUMN_NAMES = frozenset({"index", "idx", "id", "sample", "sample_index", 
 LABEL_COLUMN_NAMES = frozenset({"label", "class", "y", "truth", "target", "intent"})
 
 
-def _index_column(header, where):
-    """Which column of a validation file's ``header`` holds the indices: 0 unless its names say 1."""
+def _index_column(header, where, line):
+    """Which column of a validation file's ``header`` (on ``line``) holds the indices: 0 unless its names say 1."""
     names = [name.lower() for name in header]
     kinds = ["index" if name in INDEX_COLUMN_NAMES else "label" if name in LABEL_COLUMN_NAMES else None
              for name in names]
     if kinds[0] is not None and kinds[0] == kinds[1]:
-        raise ValueError(f"{where}, line 1: the header {','.join(header)!r} names two {kinds[0]} columns; "
+        raise ValueError(f"{where}, line {line}: the header {','.join(header)!r} names two {kinds[0]} columns; "
                          "name one 'index' and the other 'label'.")
     return 1 if kinds[0] == "label" or kinds[1] == "index" else 0
 
@@ -207,7 +213,7 @@ def _index_column(header, where):
 def load_validation(path, labels, option="--validation"):
     """``(indices, labels)`` from a CSV of ``index,label`` lines (optional header).
 
-    A header (a first line that starts with a letter, its second field no
+    A header (the first line that is not blank, starting with a letter, its second field no
     integer) may name the columns
     in either order (``label,index``: :data:`INDEX_COLUMN_NAMES`,
     :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
@@ -220,12 +226,15 @@ def load_validation(path, labels, option="--validation"):
     where = describe(option, path)
     pairs = []
     index_column = 0
+    first = True  # the first line that is not blank
     for number, row in enumerate(csv.reader(read_lines(path, option)), start=1):
         fields = [field.strip() for field in row]
         if not any(fields):
             continue
-        if number == 1 and len(fields) == 2 and looks_like_a_header(fields[0]) and parse_integer(fields[1]) is None:
-            index_column = _index_column(fields, where)  # header, e.g. "index,label" or "label,index"
+        header = first and len(fields) == 2 and looks_like_a_header(fields[0]) and parse_integer(fields[1]) is None
+        first = False
+        if header:
+            index_column = _index_column(fields, where, number)  # e.g. "index,label" or "label,index"
             continue  # (a first line like "dog,5" is data in the wrong order, not a header: it is refused below)
         index, label = None, None
         if len(fields) == 2:

@@ -1,7 +1,9 @@
 """Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
 
-The first line is a header when it names the labels column, or holds a text
-above a number of the second line (any text, for a one-line file). A labels
+The first line is a header when it names the labels column, numbers the
+columns as pandas does for an unnamed frame, or holds a name above a number of
+the second line (any name, for a one-line file); ``nan`` or ``NA`` is a
+missing value, not a name. A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
 the caller prefixes the option and the file.
@@ -32,24 +34,46 @@ def _rows(lines):
             yield number, [field.strip() for field in row]
 
 
-def _is_header(fields):
-    return any(parse_real(field) is None for field in fields)
+#: Texts that stand for a missing or non-finite value, not for a column's name (pandas' ``na_values`` among them).
+_MISSING_VALUES = frozenset({
+    "na", "n/a", "#n/a", "<na>", "nan", "-nan", "+nan", "null", "none",
+    "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity",
+})
+#: A first line numbering at least this many columns 0, 1, 2, ... (or 1, 2, 3, ...) is pandas' header of an
+#: unnamed frame, not a sample.
+_NUMBERED_COLUMNS = 4
+
+
+def _is_name(field):
+    """Whether ``field`` reads as a column's name: it holds a letter and is no missing-value marker (NaN, NA)."""
+    return any(character.isalpha() for character in field) and field.lower() not in _MISSING_VALUES
+
+
+def _numbers_the_columns(fields):
+    """Whether ``fields`` is pandas' header of an unnamed frame: ``0,1,2,...``, ``1,2,3,...`` or ``,0,1,...``."""
+    if len(fields) < _NUMBERED_COLUMNS:
+        return False
+    if fields[0] == "":  # the index column, which pandas leaves unnamed
+        fields = fields[1:]
+    return any(fields == [str(start + position) for position in range(len(fields))] for start in (0, 1))
 
 
 def _has_header(rows, label_column):
     """Whether the first row names the columns.
 
-    It does when it holds ``label_column``, or a text where the next row has a
-    number (a labels column holds text on every row, header or not), or any
-    text when there is no comparable next row.
+    It does when it holds ``label_column``, numbers the columns the way
+    pandas does, or has a name where the next row has a number (a labels
+    column holds text on every row, header or not), or any name when there
+    is no comparable next row. A missing value (``nan``, ``NA``) or a
+    malformed number is no name: such a first row is a sample, and its
+    value gets the error any row's would.
     """
     first = rows[0][1]
-    if label_column in first:
+    if label_column in first or (len(rows) > 1 and _numbers_the_columns(first)):
         return True
     if len(rows) == 1 or len(rows[1][1]) != len(first):
-        return _is_header(first)
-    return any(parse_real(name) is None and parse_real(value) is not None
-               for name, value in zip(first, rows[1][1]))
+        return any(map(_is_name, first))
+    return any(_is_name(name) and parse_real(value) is not None for name, value in zip(first, rows[1][1]))
 
 
 def _shown(names):
@@ -86,11 +110,23 @@ def _label_position(header, label_column):
     return found[0]
 
 
+def _reads_as_float(text):
+    """Whether a feature cell is a number: ``float`` reads it (``nan`` and ``inf`` too, refused later as
+    values), and it is ASCII without ``_`` (``float`` would read ``1_0`` as 10 and ``'\u0661'`` as 1)."""
+    if not text.isascii() or "_" in text:
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _not_a_number(number, fields, columns, names, label_column):
     """The error about the first feature cell of a line that is not a number."""
-    position = next(position for position in columns if parse_real(fields[position]) is None)
+    position = next(position for position in columns if not _reads_as_float(fields[position]))
     hint = ""
-    if label_column is None and _is_header(names):
+    if label_column is None and any(map(_is_name, names)):
         hint = f" (if column {names[position]!r} holds the labels, pass --label-column {names[position]!r})"
     return ValueError(
         f"line {number}, column {names[position]!r}: {fields[position][:40]!r} is not a number; "
@@ -102,10 +138,14 @@ def _features(data, columns, names, label_column):
     """The feature columns of ``data`` as float64, line by line."""
     X = np.empty((len(data), len(columns)), dtype=np.float64)
     for row, (number, fields) in enumerate(data):
+        cells = [fields[position] for position in columns]
         try:
-            X[row] = [float(fields[position]) for position in columns]
+            X[row] = [float(cell) for cell in cells]
         except ValueError:
             raise _not_a_number(number, fields, columns, names, label_column) from None
+        joined = "".join(cells)
+        if not joined.isascii() or "_" in joined:
+            raise _not_a_number(number, fields, columns, names, label_column)
     return X
 
 

@@ -1,0 +1,252 @@
+"""Inputs a fifth fuzzing round found mishandled: files, the command line, labels and settings.
+
+Each used to crash (a zero-width dtype allocating terabytes), or to give a
+silently wrong result (a row, a label or a link lost), or an unclear error;
+each is now the right answer or a ValueError that says what was wrong.
+"""
+
+import io
+import os
+import pickle
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+from cli_support import run, seeded_pool
+
+from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
+from fastprop._files import read_npy, write_atomically
+from fastprop.baselines import SGC
+from fastprop.cli._tables import read_feature_table
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Two separated clusters of 100 samples, three seeds each, and their graph."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(loc, 0.3, size=(100, 8)) for loc in (-1.0, 1.0)]).astype(np.float32)
+    y = np.full(200, -1)
+    y[[0, 1, 2]] = 0
+    y[[100, 101, 102]] = 1
+    return X, y, build_knn_graph(X, 10, random_state=0)
+
+
+def _npy_header(descr, shape):
+    """A version 1.0 ``.npy`` header declaring ``descr`` (a Python literal) and ``shape``, without data."""
+    text = f"{{'descr': {descr}, 'fortran_order': False, 'shape': {shape}, }}".encode("latin1")
+    text += b" " * (-(10 + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text
+
+
+def _npy_bytes(array):
+    stream = io.BytesIO()
+    np.save(stream, array)
+    return stream.getvalue()
+
+
+# ------------------------------------------------ array files
+
+
+@pytest.mark.parametrize("descr, shape, data, message", [
+    ("'<U0'", "(1000000000000,)", b"", "items of dtype <U0"),  # declared size 0 bytes: it allocated 3.6 TiB
+    ("'|S0'", "(5,)", b"", "items of dtype |S0"),
+    ("('<f8', (4,))", "(3,)", b"\0" * 96, "items of dtype ('<f8', (4,))"),
+    ("'<f8'", "(-2, 3)", b"", "negative dimension"),
+], ids=["zero-width text", "zero-width bytes", "sub-array", "negative shape"])
+def test_npy_files_of_zero_width_sub_array_or_negative_shapes_are_refused(tmp_path, descr, shape, data, message):
+    path = tmp_path / "a.npy"
+    path.write_bytes(_npy_header(descr, shape) + data)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_npy(path)
+
+
+def test_a_graph_file_with_a_zero_width_member_is_refused_before_any_allocation(tmp_path):
+    path = tmp_path / "g.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("shape.npy", _npy_bytes(np.array([10**12 - 1] * 2)))
+        archive.writestr("indptr.npy", _npy_header("'<U0'", f"({10**12},)"))
+        archive.writestr("indices.npy", _npy_bytes(np.array([], np.int32)))
+        archive.writestr("data.npy", _npy_bytes(np.array([], np.float32)))
+    with pytest.raises(ValueError, match="'indptr' has items of dtype <U0"):
+        load_graph(path)
+
+
+# ------------------------------------------------ outputs
+
+
+def test_an_output_that_is_a_link_writes_the_linked_file_and_keeps_the_link(tmp_path):
+    target, link = tmp_path / "target.npz", tmp_path / "link.npz"
+    target.write_bytes(b"old")
+    link.symlink_to(target.name)
+    write_atomically([(link, lambda stream: stream.write(b"new"))])
+    assert link.is_symlink() and target.read_bytes() == b"new"
+
+
+@pytest.mark.parametrize("name", ["fifo", "/dev/stdout", "/dev/null"])
+def test_outputs_that_are_no_regular_file_are_refused_not_replaced(tmp_path, name):
+    path = tmp_path / name if name == "fifo" else name
+    if name == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        write_atomically([(path, lambda stream: stream.write(b"x"))])
+    assert name != "fifo" or not os.path.isfile(path)
+
+
+def test_the_command_line_refuses_a_fifo_output_before_any_work(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", seeds)
+    os.mkfifo(tmp_path / "out.npz")
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
+                            "--out", tmp_path / "out.npz"], capsys)
+    assert status == 2 and out == "" and "--out" in err and "is not a regular file" in err
+
+
+def test_a_path_too_long_for_the_file_system_names_its_option(tmp_path, capsys):
+    status, out, err = run(["graph", "--features", tmp_path / ("a" * 5000), "--out", tmp_path / "g.npz"], capsys)
+    assert status == 2 and err.startswith("fastprop: error: --features ") and "too long" in err
+
+
+# ------------------------------------------------ text files
+
+
+@pytest.mark.parametrize("first, message", [
+    ("nan,1,2,3", None),  # a missing value, not a name: the row stays, and its NaN is refused later
+    ("NA,1,2,3", "line 1, column '1': 'NA' is not a number"),
+    ("1_0,1,2,3", "line 1, column '1': '1_0' is not a number"),
+    ("\u22121,1,2,3", "is not a number"),  # a Unicode minus
+])
+def test_a_first_row_with_a_missing_or_malformed_value_is_a_sample_not_a_header(first, message):
+    lines = [first, "1,2,3,4", "5,6,7,8"]
+    if message is None:
+        X, _ = read_feature_table(lines)
+        assert X.shape == (3, 4) and np.isnan(X[0, 0])
+    else:
+        with pytest.raises(ValueError, match=message):
+            read_feature_table(lines)
+
+
+@pytest.mark.parametrize("cell", ["1_0", "\u0661"])
+def test_feature_cells_python_would_read_as_numbers_are_refused(cell):
+    with pytest.raises(ValueError, match=f"line 2, column '2': '{cell}' is not a number"):
+        read_feature_table(["1,2", f"3,{cell}"])
+
+
+@pytest.mark.parametrize("header", ["0,1,2,3", "1,2,3,4"])
+def test_pandas_header_of_an_unnamed_frame_is_a_header(header):
+    X, _ = read_feature_table([header, "0.5,0.25,1,2", "3,4,5,6"])
+    assert X.tolist() == [[0.5, 0.25, 1, 2], [3, 4, 5, 6]]
+
+
+def test_a_csv_with_nan_in_its_first_row_says_so_on_the_command_line(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    X[0, 0] = np.nan
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", fmt="%.6g")
+    status, out, err = run(["graph", "--features", tmp_path / "x.csv", "--out", tmp_path / "g.npz",
+                            "--neighbors", 5], capsys)
+    assert status == 2 and "NaN" in err and "row 0" in err, err
+
+
+def test_a_label_holding_a_form_feed_shifts_no_line(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    names = np.array(["ant", "bee", "cat", "dog\x0cfox"])
+    lines = ["" if seed < 0 else names[seed] for seed in seeds]
+    (tmp_path / "y.txt").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    status, _, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                          "--unlabeled", "", "--out", tmp_path / "r.npz", "--neighbors", 10], capsys)
+    assert status == 0, err
+    with np.load(tmp_path / "r.npz") as result:
+        assert sorted(result["classes"].tolist()) == sorted(names.tolist())
+        labeled = seeds >= 0
+        assert result["labels"][labeled].tolist() == names[seeds[labeled]].tolist()
+
+
+def test_an_unlabeled_marker_no_label_carries_is_an_error(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    (tmp_path / "y.txt").write_text("".join(f"{seed}\n" for seed in seeds))
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                            "--unlabeled", "unknown", "--out", tmp_path / "r.npz"], capsys)
+    assert status == 2 and out == "" and "no sample has the label 'unknown'" in err
+    assert not (tmp_path / "r.npz").exists()
+
+
+def test_a_validation_header_after_blank_lines_is_read_as_the_header(tmp_path, capsys):
+    X, truth, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", seeds)
+    unlabeled = np.flatnonzero(seeds < 0)[:12]
+    (tmp_path / "v.csv").write_text("\n\nlabel,index\n" + "".join(f"{truth[i]},{i}\n" for i in unlabeled))
+    status, _, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
+                          "--validation", tmp_path / "v.csv", "--out", tmp_path / "r.npz", "--neighbors", 10],
+                         capsys)
+    assert status == 0, err
+
+
+# ------------------------------------------------ the Python interface
+
+
+def test_refine_confidence_refuses_a_zero_one_mask_of_integers(problem):
+    X, y, graph = problem
+    distributions = SGC(n_neighbors=10).fit(X, y, graph=graph).label_distributions_
+    as_booleans = refine_confidence(graph, distributions, labeled=y >= 0, random_state=0)
+    as_indices = refine_confidence(graph, distributions, labeled=np.flatnonzero(y >= 0), random_state=0)
+    np.testing.assert_array_equal(as_booleans, as_indices)
+    with pytest.raises(ValueError, match="0/1 mask of integers"):
+        refine_confidence(graph, distributions, labeled=(y >= 0).astype(int), random_state=0)
+
+
+@pytest.mark.parametrize("setting", ["min_gain", "eta", "predictor_l2", "outlier_share"])
+@pytest.mark.parametrize("value", [10**20, 10**400, -(10**400)], ids=["1e20", "1e400", "-1e400"])
+def test_real_settings_given_python_integers_beyond_float64_or_uint64_are_checked_as_numbers(problem, setting,
+                                                                                              value):
+    X, y, graph = problem
+    finite = abs(value) < 1e300
+    # eta <= 0.5 and outlier_share <= 1: out of range; min_gain and predictor_l2 have no upper end
+    if finite and setting in ("min_gain", "predictor_l2"):
+        FastProp(n_neighbors=10, random_state=0, **{setting: value}).fit(X, y, graph=graph)
+        return
+    with pytest.raises(ValueError, match="out of range" if finite else "must be finite"):
+        FastProp(n_neighbors=10, random_state=0, **{setting: value}).fit(X, y, graph=graph)
+
+
+def test_predict_keeps_the_unlabeled_marker_of_the_fit(problem):
+    X, y, graph = problem
+    model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=1.0).fit(X, y, graph=graph)
+    model.set_params(unlabeled="x")
+    assert set(model.predict(X[3:8]).tolist()) == {-1}
+    assert model.score(X[3:8], np.full(5, -1)) == 1.0
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X[3:8]), model.predict(X[3:8]))
+
+
+def test_validation_labels_turned_into_text_by_numpy_are_explained(problem):
+    X, y, graph = problem
+    named = np.array(["" if value < 0 else value for value in y], dtype=object)
+    with pytest.raises(ValueError, match="dtype=object"):
+        FastProp(unlabeled="", n_neighbors=10).fit(X, named, graph=graph, validation=([50, 150], ["", 1]))
+    model = FastProp(unlabeled="", n_neighbors=10, random_state=0).fit(
+        X, named, graph=graph, validation=([50, 150], np.array(["", 1], dtype=object)))
+    assert model.classes_.tolist() == [0, 1]
+
+
+def test_nan_for_a_missing_label_is_explained(problem):
+    X, y, graph = problem
+    names = np.array([np.nan if value < 0 else "ab"[value] for value in y], dtype=object)
+    with pytest.raises(ValueError, match=r"A NaN is a label here.*fillna\(''\)"):
+        FastProp(unlabeled="").fit(X, names, graph=graph)
+
+
+def test_a_masked_array_with_masked_values_is_refused(problem):
+    X, y, graph = problem
+    masked = np.ma.masked_array(X, mask=np.zeros(X.shape, dtype=bool))
+    reference = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph)
+    np.testing.assert_array_equal(
+        FastProp(n_neighbors=10, random_state=0).fit(masked, y, graph=graph).confidence_, reference.confidence_)
+    masked[4, 2] = np.ma.masked
+    with pytest.raises(ValueError, match="masked array with 1 masked value"):
+        FastProp(n_neighbors=10).fit(masked, y, graph=graph)
+    with pytest.raises(ValueError, match="masked array"):
+        reference.predict(masked)
