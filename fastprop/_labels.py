@@ -119,6 +119,11 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
         named = labels[labeled]
         if labels.dtype.kind == "O":
             if all(isinstance(value, str) for value in named):
+                if any(value.endswith("\0") for value in named):  # NumPy's str dtype drops trailing NULs
+                    raise ValueError(
+                        "y has class names ending in a NUL character ('\\0'), which NumPy's strings drop "
+                        "(so 'a' and 'a\\0' would be one class); remove them."
+                    )
                 named = named.astype(str)
             elif all(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
                      for value in named):
@@ -144,6 +149,14 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                 "pass integers or class names (strings), with -1 (or the unlabeled marker) for "
                 "unlabeled samples."
             )
+        if labels.dtype.kind == "u" and unlabeled < 0:
+            wrapped = np.iinfo(labels.dtype).max + unlabeled + 1  # the marker stored in an unsigned dtype
+            if 2 * np.count_nonzero(labels == wrapped) > labels.size:
+                raise ValueError(
+                    f"y is {labels.dtype} and most of its labels are {wrapped}, which is what {unlabeled} "
+                    f"becomes in {labels.dtype}: store the labels in a signed dtype (y.astype(np.int64)) "
+                    f"so that {unlabeled} marks the unlabeled samples."
+                )
         labels = as_integer_labels(labels, "y")
         labeled = labels != unlabeled
         named = labels[labeled]

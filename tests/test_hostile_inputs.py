@@ -200,8 +200,7 @@ def test_refine_confidence_refuses_a_zero_one_mask_of_integers(problem):
 
 @pytest.mark.parametrize("setting", ["min_gain", "eta", "predictor_l2", "outlier_share"])
 @pytest.mark.parametrize("value", [10**20, 10**400, -(10**400)], ids=["1e20", "1e400", "-1e400"])
-def test_real_settings_given_python_integers_beyond_float64_or_uint64_are_checked_as_numbers(problem, setting,
-                                                                                              value):
+def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(problem, setting, value):
     X, y, graph = problem
     finite = abs(value) < 1e300
     # eta <= 0.5 and outlier_share <= 1: out of range; min_gain and predictor_l2 have no upper end
@@ -250,3 +249,22 @@ def test_a_masked_array_with_masked_values_is_refused(problem):
         FastProp(n_neighbors=10).fit(masked, y, graph=graph)
     with pytest.raises(ValueError, match="masked array"):
         reference.predict(masked)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(problem, dtype):
+    X, y, graph = problem
+    wrapped = y.astype(dtype)  # -1 becomes 255 / 65535: most samples would be seeds of that class
+    with pytest.raises(ValueError, match=f"most of its labels are {np.iinfo(dtype).max}"):
+        FastProp(n_neighbors=10).fit(X, wrapped, graph=graph)
+    top = np.iinfo(dtype).max  # a class of that value, with a marker of the dtype's own, is fine
+    model = FastProp(n_neighbors=10, unlabeled=7, random_state=0).fit(
+        X, np.where(y < 0, 7, np.where(y == 1, top, y)).astype(dtype), graph=graph)
+    assert model.classes_.tolist() == [0, top]
+
+
+def test_class_names_ending_in_nul_are_refused_not_merged(problem):
+    X, y, graph = problem
+    names = np.array(["" if value < 0 else ("a" if value == 0 else "a\0") for value in y], dtype=object)
+    with pytest.raises(ValueError, match="ending in a NUL"):
+        FastProp(unlabeled="", n_neighbors=10).fit(X, names, graph=graph)
