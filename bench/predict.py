@@ -10,7 +10,7 @@ train/test ``split``, and MNIST, split 70 / 30 at random with seed 0, digits
 5-9 the outliers as in Table 1): a task is drawn from the train split with
 the paper's protocol (``--classes`` classes of a sentence set, 30 / 32 by
 default; MNIST's digits 0-4; 1% seeds, ``--noise`` outliers among the unlabeled,
-validation set for the threshold); the test split adds points of the same
+validation set for the threshold, ``"auto"`` with ``--no-validation``); the test split adds points of the same
 classes and, in the same ratio, outliers of the other classes. *Inductive*:
 fit on the train task, ``predict`` / ``predict_confidence`` the test points.
 *Transductive*: fit on the train task and the test points together (unlabeled),
@@ -99,12 +99,12 @@ def accuracy_runs(args):
                 task = make_noisy_task(y[train], n_classes, label_ratio=0.01, noise_ratio=noise, random_state=seed)
                 X_task = X[train][task.indices]
                 points, truth = test_points(y, split, task.classes, noise, np.random.default_rng(seed))
-                model = FastProp(random_state=seed).fit(X_task, task.y, validation=task.validation)
+                validation = None if args.no_validation else task.validation
+                model = FastProp(random_state=seed).fit(X_task, task.y, validation=validation)
                 runs["inductive"].append(scores(model.predict(X[points]), model.predict_proba(X[points]),
                                                 model.predict_confidence(X[points]), truth))
                 both = FastProp(random_state=seed).fit(
-                    np.vstack([X_task, X[points]]), np.r_[task.y, np.full(points.size, -1)],
-                    validation=task.validation)
+                    np.vstack([X_task, X[points]]), np.r_[task.y, np.full(points.size, -1)], validation=validation)
                 tail = slice(X_task.shape[0], None)
                 runs["transductive"].append(scores(both.transduction_[tail], both.label_distributions_[tail],
                                                    both.confidence_[tail], truth))
@@ -179,6 +179,8 @@ def main():
     parser.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.3, 0.5])
     parser.add_argument("--data", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--classes", type=int, help="classes a sentence-set task draws (default 30 / 32)")
+    parser.add_argument("--no-validation", action="store_true",
+                        help="fit without the validation set: the threshold is 'auto' (accuracy part)")
     parser.add_argument("--n-fitted", type=int, default=100_000)
     parser.add_argument("--n-new", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)

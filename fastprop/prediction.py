@@ -32,6 +32,12 @@ confidence. The mapping keeps the order (and so the outlier AUROC) and makes
 the fitted outlier threshold reject new points at the rate it rejects fitted
 samples like them (bench/RESULTS.md, issue #14: on HWU64 at 30% outliers,
 one seed, accuracy with rejection 62.9% without the mapping, 65.2% with it).
+Agreement is a share, blind to how far the neighbours are: a point at right
+angles to every fitted sample would keep the confidence of the samples it
+is nearest to. So a point whose local density (the mean of its edge
+weights) is below every fitted sample's (:func:`fastprop.graph_signals.local_density`)
+has its confidence scaled by the ratio: it lies further out than anything
+the fit saw, and reaches 0 as its similarities do.
 
 When the fit calibrated its confidence on a validation set
 (:func:`fastprop.calibration.calibrate_on_validation`), ``a_x`` is mapped
@@ -61,7 +67,7 @@ from scipy.special import softmax
 from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
-from .graph_signals import density_from_neighbours, reach_from_neighbours
+from .graph_signals import density_from_neighbours, local_density, reach_from_neighbours
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, float64_scaled_rows, unit_rows
@@ -134,9 +140,11 @@ class NeighbourhoodPredictor:
         self.index = None
         self.calibration = calibration
         self.to_graph_weights = graph_weight_map(graph, features, row_scale)
+        self.density_floor = 0.0
         if calibration is None:
             agreement_values = graph_agreement(graph, confidence, fitted_class)[unlabeled]
             self.to_confidence_scale = QuantileMap(agreement_values, confidence[unlabeled])
+            self.density_floor = float(local_density(graph, self.n_neighbors).min(initial=np.inf))
         else:  # the fit made this map for its own samples already
             self.to_confidence_scale = calibration.to_method_scale
 
@@ -264,6 +272,8 @@ class NeighbourhoodPredictor:
         on_scale = self.on_confidence_scale(agreement(predicted, indices, weights, self.confidence, self.fitted_class))
         if self.calibration is not None:
             on_scale = self.calibration(on_scale, indices, weights)
+        elif self.density_floor > 0:  # a point further from the data than every fitted sample is
+            on_scale = on_scale * np.minimum(density_from_neighbours(weights) / self.density_floor, 1.0)
         return np.where(weights.sum(axis=1) > 0, on_scale, 0.0)
 
     def on_confidence_scale(self, agreement_values):

@@ -143,6 +143,31 @@ def test_agreement_quantiles_map_onto_confidence_quantiles(fitted):
     assert predictor.on_confidence_scale(grid)[-1] == model.confidence_[unlabeled].max()
 
 
+def test_without_calibration_a_point_further_out_than_every_fitted_sample_loses_confidence(fitted):
+    X, y, _, model = fitted
+    assert model.confidence_calibration_ is None
+    k = model.predictor_.n_neighbors
+    dense = model.graph_.toarray()
+    density = np.array([np.sort(row[row > 0])[::-1][:k].mean() for row in dense])
+    floor, inside = density.min(), int(np.argmax(density))  # the sparsest fitted neighbourhood, the densest
+    # a fitted sample moved along a direction no sample has: its cosine to everything shrinks by 1 / sqrt(1 + t^2)
+    padded = np.c_[X, np.zeros((X.shape[0], 1), dtype=np.float32)]
+    model = FastProp(n_neighbors=6, predictor_depth=model.predictor_depth, random_state=0).fit(padded, y)
+    start = padded[inside] / np.linalg.norm(padded[inside])
+    moved = np.array([start + t * np.eye(padded.shape[1])[-1] for t in (0.0, 0.5, 2.0, 10.0, 100.0)],
+                     dtype=np.float32)
+    confidence = model.predict_confidence(moved)
+    unit = moved / np.linalg.norm(moved, axis=1, keepdims=True)
+    indices, weights = model.predictor_.neighbours(unit)
+    predicted = model.predict_proba(moved).argmax(axis=1)
+    fitted_class = model.label_distributions_.argmax(axis=1)
+    agreeing = prediction.agreement(predicted, indices, weights, model.confidence_, fitted_class)
+    expected = model.predictor_.on_confidence_scale(agreeing) * np.minimum(weights.mean(axis=1) / floor, 1.0)
+    assert_allclose(confidence, expected, atol=1e-12)
+    assert weights[0].mean() > floor  # in the data: the confidence as before
+    assert np.all(np.diff(confidence[1:]) < 0) and confidence[-1] < 0.02
+
+
 def test_points_of_the_clusters_get_their_class_and_far_points_minus_one():
     X, y, truth = clusters()
     X = np.abs(X)  # every fitted sample in the positive orthant
