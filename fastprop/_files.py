@@ -15,6 +15,7 @@ matches, and rename it over the target only once it is complete.
 
 import math
 import os
+import stat
 import tempfile
 import tokenize
 import zipfile
@@ -65,7 +66,8 @@ def _file_kind(path):
 
 
 def _read_header(stream, where):
-    """``(shape, fortran_order, dtype)`` of the ``.npy`` stream; object dtypes refused."""
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` stream; object, zero-width and sub-array dtypes and
+    negative dimensions refused."""
     version = np.lib.format.read_magic(stream)
     if version == (1, 0):
         shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
@@ -122,7 +124,9 @@ def read_npy(path):
     ------
     ValueError
         The file is missing, unreadable, not an ``.npy`` file, truncated, holds
-        Python objects, or declares another size than it has.
+        Python objects, items of no width (``<U0``) or that are arrays
+        themselves, declares a negative dimension, or declares another size
+        than it has.
     """
     path = os.fspath(path)
     if _file_kind(path) != "npy":
@@ -258,21 +262,37 @@ class NpzArchive:
             raise _read_error(where, error) from None
 
 
+#: Paths that name a stream of the process, not a file: writing there through a temporary file and a rename
+#: would replace whatever the stream is (a terminal, a pipe, or the file the shell redirected it to).
+_STREAM_NAMES = ("/dev/stdin", "/dev/stdout", "/dev/stderr")
+_STREAM_DIRECTORIES = ("/dev/fd/", "/proc/")
+
+
 def output_target(path):
     """The file an output ``path`` names, its links followed; a ValueError says why it cannot be one.
 
-    Refused: a directory, a missing directory, and anything but a regular
-    file (a FIFO; a device, ``/dev/stdout`` included, which resolves through
-    ``/proc`` to whatever the stream is). The messages name no path: the
-    caller says which output it is.
+    Refused: a directory, a missing directory, a link loop, a stream of the
+    process (``/dev/stdout``, ``/dev/fd/N``, anything under ``/proc``) and
+    any other existing file that is not a regular one (a FIFO, a device such
+    as ``/dev/null``, a socket). The messages name no path: the caller says
+    which output it is.
     """
     given = os.fspath(path)
+    absolute = os.path.abspath(given)
     try:
         target = Path(os.path.realpath(given))  # a link's target, so that the link is not replaced by a file
-        if target.is_dir():
+        if absolute in _STREAM_NAMES or any(name.startswith(_STREAM_DIRECTORIES)
+                                            for name in (absolute, os.fspath(target))):
+            raise ValueError(
+                "it is a stream of this process, not a file; give the name of a file to create or replace."
+            )
+        try:
+            mode = os.stat(given).st_mode  # follows links; a loop raises
+        except FileNotFoundError:
+            mode = None  # a new file, or a link to one
+        if mode is not None and stat.S_ISDIR(mode):
             raise ValueError("it is a directory; give a file name.")
-        special = any(os.fspath(name).startswith(("/dev/", "/proc/")) for name in (os.path.abspath(given), target))
-        if special or (target.exists() and not target.is_file()):
+        if mode is not None and not stat.S_ISREG(mode):
             raise ValueError(
                 "it is not a regular file (a FIFO, a device or a socket); give the name of a file to create "
                 "or replace."
@@ -280,7 +300,7 @@ def output_target(path):
         if not target.parent.is_dir():
             shown = target.parent if os.path.islink(given) else Path(given).parent
             raise ValueError(f"directory {os.fspath(shown)!r} does not exist.")
-    except OSError as error:  # e.g. a name too long for the file system
+    except OSError as error:  # a link loop, a name too long for the file system
         raise ValueError(f"{error.strerror or error}.") from None
     return target
 

@@ -36,6 +36,15 @@ def _is_name_array(labels):
     return labels.dtype.kind in "UO"
 
 
+def _refuse_trailing_nul(names, name):
+    """Refuse strings of an object array that end in NUL: NumPy's str dtype drops trailing NULs."""
+    if names.dtype.kind == "O" and any(isinstance(value, str) and value.endswith("\0") for value in names):
+        raise ValueError(
+            f"class names in {name} end in a NUL character ('\\0'), which NumPy's strings drop (so 'a' "
+            "and 'a\\0' would be one class); remove them."
+        )
+
+
 def check_unlabeled(unlabeled):
     """Validate the ``unlabeled`` marker: an int, a string or None."""
     if isinstance(unlabeled, (bool, np.bool_)) or not (
@@ -119,11 +128,7 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
         named = labels[labeled]
         if labels.dtype.kind == "O":
             if all(isinstance(value, str) for value in named):
-                if any(value.endswith("\0") for value in named):  # NumPy's str dtype drops trailing NULs
-                    raise ValueError(
-                        "y has class names ending in a NUL character ('\\0'), which NumPy's strings drop "
-                        "(so 'a' and 'a\\0' would be one class); remove them."
-                    )
+                _refuse_trailing_nul(named, "y")
                 named = named.astype(str)
             elif all(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
                      for value in named):
@@ -151,11 +156,11 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
             )
         if labels.dtype.kind == "u" and unlabeled < 0:
             wrapped = np.iinfo(labels.dtype).max + unlabeled + 1  # the marker stored in an unsigned dtype
-            if 2 * np.count_nonzero(labels == wrapped) > labels.size:
+            if np.any(labels == wrapped):  # no sample of an unsigned y can carry a negative marker
                 raise ValueError(
-                    f"y is {labels.dtype} and most of its labels are {wrapped}, which is what {unlabeled} "
-                    f"becomes in {labels.dtype}: store the labels in a signed dtype (y.astype(np.int64)) "
-                    f"so that {unlabeled} marks the unlabeled samples."
+                    f"y is {labels.dtype} and holds {wrapped}, which is what {unlabeled} becomes in "
+                    f"{labels.dtype}: store the labels in a signed dtype (y.astype(np.int64)) so that "
+                    f"{unlabeled} marks the unlabeled samples."
                 )
         labels = as_integer_labels(labels, "y")
         labeled = labels != unlabeled
@@ -188,6 +193,7 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
     if labels.dtype.kind == "S":
         labels = labels.astype(str)
     if _is_name_array(labels):
+        _refuse_trailing_nul(labels, name)
         outlier = _marker_mask(labels, unlabeled)
     else:
         labels = as_integer_labels(labels, name)
@@ -197,7 +203,9 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
                         for value, is_outlier in zip(labels.tolist(), outlier.tolist())], dtype=np.int64)
     unknown = encoded == -2
     if unknown.any():
-        text_for_numbers = classes.dtype.kind in "iu" and labels.dtype.kind == "U"
+        text_for_numbers = (classes.dtype.kind in "iu" and labels.dtype.kind == "U"
+                            and any(value.lstrip("-").isascii() and value.lstrip("-").isdigit()
+                                    for value in labels[unknown].tolist()))
         hint = (" They are text while the classes are integers: NumPy turns a list that mixes strings and "
                 "integers into strings; pass numpy.array(labels, dtype=object)." if text_for_numbers else "")
         raise ValueError(

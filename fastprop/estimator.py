@@ -610,7 +610,7 @@ class FastProp(TransductiveEstimator):
         return self
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Label new points: a class of ``classes_``, or ``unlabeled`` (an outlier).
+        """Label new points: a class of ``classes_``, or the fit's ``unlabeled`` marker (an outlier).
 
         Each point is placed by its ``n_neighbors`` nearest fitted samples
         and labelled by the fitted local predictor on that neighbourhood; its
@@ -658,7 +658,7 @@ class FastProp(TransductiveEstimator):
         return self._predict_new(X)[1]
 
     def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
-        """Accuracy of :meth:`predict` on points of known truth, ``unlabeled`` marking a true outlier.
+        """Accuracy of :meth:`predict` on points of known truth, the fit's ``unlabeled`` marking a true outlier.
 
         A rejected point is right when it is an outlier, an accepted one when
         its class is right (the paper's accuracy with rejection).
@@ -667,7 +667,8 @@ class FastProp(TransductiveEstimator):
         ----------
         X : array_like of shape (n_points, n_features)
         y : array_like of shape (n_points,)
-            Classes of ``classes_``, or ``unlabeled`` for a point of no known class.
+            Classes of ``classes_``, or the ``unlabeled`` marker the model was fitted with for a point of no
+            known class (a later ``set_params`` does not change it).
         sample_weight : array_like of shape (n_points,), optional
             Finite non-negative weights, not all zero.
 

@@ -115,7 +115,8 @@ class NeighbourhoodPredictor:
     fitted_class : ndarray of shape (n_samples,), int64
         The fitted class index of each sample, before rejection (seeds: their own).
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        The fitted graph, read once for the confidence mapping (not kept).
+        The fitted graph, read once for the confidence mapping and, without
+        ``calibration``, the least local density of its samples (not kept).
     unlabeled : ndarray of int
         The fitted samples whose confidence was estimated (not seeds).
     seed : int
@@ -144,7 +145,9 @@ class NeighbourhoodPredictor:
         if calibration is None:
             agreement_values = graph_agreement(graph, confidence, fitted_class)[unlabeled]
             self.to_confidence_scale = QuantileMap(agreement_values, confidence[unlabeled])
-            self.density_floor = float(local_density(graph, self.n_neighbors).min(initial=np.inf))
+            density = local_density(graph, self.n_neighbors)
+            positive = density[density > 0]  # an isolated vertex has none: it sets no floor
+            self.density_floor = float(positive.min()) if positive.size else 0.0
         else:  # the fit made this map for its own samples already
             self.to_confidence_scale = calibration.to_method_scale
 
@@ -266,8 +269,12 @@ class NeighbourhoodPredictor:
 
         Their agreement (:func:`agreement`) mapped onto the fitted confidence by
         quantiles, then calibrated with their graph signals when the fit was
-        (:class:`NewPointCalibration`); 0 for a point without any neighbour of
-        positive similarity.
+        (:class:`NewPointCalibration`), or else scaled by their local density
+        over ``density_floor`` where that is below 1 (the mean of ``n_neighbors``
+        edge weights against the least fitted mean of up to as many: on a
+        given graph sparser than ``n_neighbors`` the floor is set by fewer,
+        larger weights); 0 for a point without any neighbour of positive
+        similarity.
         """
         on_scale = self.on_confidence_scale(agreement(predicted, indices, weights, self.confidence, self.fitted_class))
         if self.calibration is not None:

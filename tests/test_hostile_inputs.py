@@ -8,6 +8,7 @@ each is now the right answer or a ValueError that says what was wrong.
 import io
 import os
 import pickle
+import stat
 import struct
 import zipfile
 
@@ -83,14 +84,44 @@ def test_an_output_that_is_a_link_writes_the_linked_file_and_keeps_the_link(tmp_
     assert link.is_symlink() and target.read_bytes() == b"new"
 
 
-@pytest.mark.parametrize("name", ["fifo", "/dev/stdout", "/dev/null"])
-def test_outputs_that_are_no_regular_file_are_refused_not_replaced(tmp_path, name):
-    path = tmp_path / name if name == "fifo" else name
-    if name == "fifo":
-        os.mkfifo(path)
+# Never a real device or stream here (/dev/null, /dev/stdout): a regression would replace it for the whole
+# machine. A FIFO of our own, and streams of this process that resolve to a file of our own, test the same.
+
+
+def test_a_fifo_output_is_refused_not_replaced(tmp_path):
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
     with pytest.raises(ValueError, match="is not a regular file"):
         write_atomically([(path, lambda stream: stream.write(b"x"))])
-    assert name != "fifo" or not os.path.isfile(path)
+    assert stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("prefix", ["/proc/self/fd/", "/dev/fd/"])
+def test_a_stream_of_the_process_is_refused_even_when_it_is_a_file(tmp_path, prefix):
+    with open(tmp_path / "redirected.txt", "wb") as stream:  # what /dev/stdout is under `> file`
+        with pytest.raises(ValueError, match="is a stream of this process"):
+            write_atomically([(f"{prefix}{stream.fileno()}", lambda out: out.write(b"x"))])
+    assert (tmp_path / "redirected.txt").read_bytes() == b""
+
+
+def test_a_link_loop_is_refused_not_replaced(tmp_path):
+    loop = tmp_path / "loop.npz"
+    loop.symlink_to(loop.name)
+    with pytest.raises(ValueError, match="symbolic links"):
+        write_atomically([(loop, lambda stream: stream.write(b"x"))])
+    assert loop.is_symlink()
+
+
+def test_an_output_in_a_directory_under_dev_is_an_ordinary_file(tmp_path):
+    if not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no writable /dev/shm")
+    path = f"/dev/shm/fastprop-test-{os.getpid()}.npz"
+    try:
+        write_atomically([(path, lambda stream: stream.write(b"x"))])
+        assert open(path, "rb").read() == b"x"
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
 
 
 def test_the_command_line_refuses_a_fifo_output_before_any_work(tmp_path, capsys):
@@ -133,10 +164,28 @@ def test_feature_cells_python_would_read_as_numbers_are_refused(cell):
         read_feature_table(["1,2", f"3,{cell}"])
 
 
-@pytest.mark.parametrize("header", ["0,1,2,3", "1,2,3,4"])
-def test_pandas_header_of_an_unnamed_frame_is_a_header(header):
-    X, _ = read_feature_table([header, "0.5,0.25,1,2", "3,4,5,6"])
+def test_pandas_header_of_an_unnamed_frame_is_a_header_and_integer_samples_are_samples():
+    X, _ = read_feature_table(["0,1,2,3", "0.5,0.25,1,2", "3,4,5,6"])
     assert X.tolist() == [[0.5, 0.25, 1, 2], [3, 4, 5, 6]]
+    X, _ = read_feature_table(["1,2,3,4", "0.5,0.25,1,2"])  # pandas numbers from 0: this is a sample
+    assert X.tolist() == [[1, 2, 3, 4], [0.5, 0.25, 1, 2]]
+    with pytest.raises(ValueError, match="column 1 has no name.*to_csv"):  # with its unnamed index column
+        read_feature_table([",0,1,2,3", "0,0.5,0.25,1,2"])
+
+
+@pytest.mark.parametrize("fmt", ["%.18e", "%.6g", "%.3e"])
+def test_every_row_numpy_savetxt_writes_is_a_sample(fmt):
+    X = np.random.default_rng(0).normal(scale=1e-4, size=(6, 3))
+    stream = io.StringIO()
+    np.savetxt(stream, X, delimiter=",", fmt=fmt)
+    read, _ = read_feature_table(stream.getvalue().splitlines())
+    assert read.shape == (6, 3)
+    np.testing.assert_allclose(read, X, rtol=1e-3)
+
+
+def test_header_names_without_letters_are_names():
+    X, _ = read_feature_table(["#1,#2", "1e-05,2"])
+    assert X.tolist() == [[1e-05, 2.0]]
 
 
 def test_a_csv_with_nan_in_its_first_row_says_so_on_the_command_line(tmp_path, capsys):
@@ -226,6 +275,9 @@ def test_validation_labels_turned_into_text_by_numpy_are_explained(problem):
     named = np.array(["" if value < 0 else value for value in y], dtype=object)
     with pytest.raises(ValueError, match="dtype=object"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, named, graph=graph, validation=([50, 150], ["", 1]))
+    with pytest.raises(ValueError, match=r"'cat' are not classes of y \(0, 1\); use -1 for samples of no known "
+                                         r"class\.$"):  # text that is no number: no hint about NumPy
+        FastProp(n_neighbors=10).fit(X, y, graph=graph, validation=([50, 150], ["cat", "cat"]))
     model = FastProp(unlabeled="", n_neighbors=10, random_state=0).fit(
         X, named, graph=graph, validation=([50, 150], np.array(["", 1], dtype=object)))
     assert model.classes_.tolist() == [0, 1]
@@ -255,7 +307,10 @@ def test_a_masked_array_with_masked_values_is_refused(problem):
 def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(problem, dtype):
     X, y, graph = problem
     wrapped = y.astype(dtype)  # -1 becomes 255 / 65535: most samples would be seeds of that class
-    with pytest.raises(ValueError, match=f"most of its labels are {np.iinfo(dtype).max}"):
+    with pytest.raises(ValueError, match=f"holds {np.iinfo(dtype).max}, which is what -1 becomes"):
+        FastProp(n_neighbors=10).fit(X, wrapped, graph=graph)
+    wrapped[:190] = 0  # a few wrapped markers are as wrong as many
+    with pytest.raises(ValueError, match=f"holds {np.iinfo(dtype).max}"):
         FastProp(n_neighbors=10).fit(X, wrapped, graph=graph)
     top = np.iinfo(dtype).max  # a class of that value, with a marker of the dtype's own, is fine
     model = FastProp(n_neighbors=10, unlabeled=7, random_state=0).fit(
@@ -266,5 +321,9 @@ def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(problem, dtype):
 def test_class_names_ending_in_nul_are_refused_not_merged(problem):
     X, y, graph = problem
     names = np.array(["" if value < 0 else ("a" if value == 0 else "a\0") for value in y], dtype=object)
-    with pytest.raises(ValueError, match="ending in a NUL"):
+    with pytest.raises(ValueError, match="class names in y end in a NUL"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, names, graph=graph)
+    plain = np.array(["" if value < 0 else "ab"[value] for value in y], dtype=object)
+    with pytest.raises(ValueError, match="class names in validation labels end in a NUL"):
+        FastProp(unlabeled="", n_neighbors=10).fit(X, plain, graph=graph,
+                                                   validation=([50, 150], np.array(["a\0", "b"], dtype=object)))

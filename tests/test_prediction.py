@@ -168,6 +168,26 @@ def test_without_calibration_a_point_further_out_than_every_fitted_sample_loses_
     assert np.all(np.diff(confidence[1:]) < 0) and confidence[-1] < 0.02
 
 
+def test_an_isolated_fitted_sample_does_not_turn_the_density_floor_off():
+    from fastprop import build_knn_graph
+
+    X, y, _ = clusters()
+    graph = build_knn_graph(X, 6, random_state=0).tolil()
+    graph[7, :] = 0
+    graph[:, 7] = 0  # a vertex with no edge: its local density is 0
+    graph = graph.tocsr()
+    graph.eliminate_zeros()
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y, graph=graph)
+    dense = graph.toarray()
+    densities = [np.sort(row[row > 0])[::-1][:6].mean() for row in dense if (row > 0).any()]
+    assert model.predictor_.density_floor == pytest.approx(min(densities), rel=1e-12)
+    padded = np.c_[X, np.zeros((X.shape[0], 1), dtype=np.float32)]
+    model = FastProp(n_neighbors=6, random_state=0).fit(padded, y, graph=graph)
+    far = (padded[:1] / np.linalg.norm(padded[0])).astype(np.float32)
+    far[0, -1] = 30.0  # along the padded direction no sample has: cosine ~0.03 to everything
+    assert model.predict_confidence(far)[0] < 0.1
+
+
 def test_points_of_the_clusters_get_their_class_and_far_points_minus_one():
     X, y, truth = clusters()
     X = np.abs(X)  # every fitted sample in the positive orthant

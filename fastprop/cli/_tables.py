@@ -1,9 +1,10 @@
 """Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
 
-The first line is a header when it names the labels column, numbers the
-columns as pandas does for an unnamed frame, or holds a name above a number of
-the second line (any name, for a one-line file); ``nan`` or ``NA`` is a
-missing value, not a name. A labels
+The first line is a header when it names the labels column, numbers four or
+more columns ``0,1,2,...`` as pandas does for an unnamed frame, or holds a name
+above a number of the second line (any name, for a one-line file); a number
+(``1e-05`` too), a missing value (``nan``, ``NA``) or a malformed number
+(``1_0``) is no name. A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
 the caller prefixes the option and the file.
@@ -39,34 +40,43 @@ _MISSING_VALUES = frozenset({
     "na", "n/a", "#n/a", "<na>", "nan", "-nan", "+nan", "null", "none",
     "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity",
 })
-#: A first line numbering at least this many columns 0, 1, 2, ... (or 1, 2, 3, ...) is pandas' header of an
-#: unnamed frame, not a sample.
+#: A first line numbering at least this many columns 0, 1, 2, ... is pandas' header of an unnamed frame, not a
+#: sample (fewer could be a sample of small integer features).
 _NUMBERED_COLUMNS = 4
 
 
 def _is_name(field):
-    """Whether ``field`` reads as a column's name: it holds a letter and is no missing-value marker (NaN, NA)."""
-    return any(character.isalpha() for character in field) and field.lower() not in _MISSING_VALUES
+    """Whether ``field`` reads as a column's name: no number, no missing-value marker, no malformed number.
+
+    ``1e-05`` is a number, ``nan`` / ``NA`` a missing value, and ``1_0``,
+    ``'\u0661'`` or ``'\u22121'`` (a Unicode minus) a malformed one: none of
+    them names a column, so a first row of them is a sample (and its value
+    gets the error any row's would). An empty field is a name, left for the
+    header check to refuse (pandas leaves its index column unnamed).
+    """
+    if parse_real(field) is not None or field.lower() in _MISSING_VALUES:
+        return False
+    try:
+        float(field.replace("\u2212", "-"))
+    except ValueError:
+        return True
+    return False
 
 
 def _numbers_the_columns(fields):
-    """Whether ``fields`` is pandas' header of an unnamed frame: ``0,1,2,...``, ``1,2,3,...`` or ``,0,1,...``."""
-    if len(fields) < _NUMBERED_COLUMNS:
-        return False
-    if fields[0] == "":  # the index column, which pandas leaves unnamed
+    """Whether ``fields`` is pandas' header of an unnamed frame: ``0,1,2,...`` or ``,0,1,...`` (with its index)."""
+    if fields and fields[0] == "":  # the index column, which pandas leaves unnamed
         fields = fields[1:]
-    return any(fields == [str(start + position) for position in range(len(fields))] for start in (0, 1))
+    return len(fields) >= _NUMBERED_COLUMNS and fields == [str(position) for position in range(len(fields))]
 
 
 def _has_header(rows, label_column):
     """Whether the first row names the columns.
 
-    It does when it holds ``label_column``, numbers the columns the way
-    pandas does, or has a name where the next row has a number (a labels
-    column holds text on every row, header or not), or any name when there
-    is no comparable next row. A missing value (``nan``, ``NA``) or a
-    malformed number is no name: such a first row is a sample, and its
-    value gets the error any row's would.
+    It does when it holds ``label_column``, numbers :data:`_NUMBERED_COLUMNS`
+    or more columns the way pandas does, or has a name (:func:`_is_name`)
+    where the next row has a number (a labels column holds text on every
+    row, header or not), or any name when there is no comparable next row.
     """
     first = rows[0][1]
     if label_column in first or (len(rows) > 1 and _numbers_the_columns(first)):
