@@ -228,10 +228,19 @@ def test_a_validation_header_after_blank_lines_is_read_as_the_header(tmp_path, c
     np.save(tmp_path / "y.npy", seeds)
     unlabeled = np.flatnonzero(seeds < 0)[:12]
     (tmp_path / "v.csv").write_text("\n\nlabel,index\n" + "".join(f"{truth[i]},{i}\n" for i in unlabeled))
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
+                            "--validation", tmp_path / "v.csv", "--out", tmp_path / "r.npz", "--neighbors", 10],
+                           capsys)
+    assert status == 0 and "threshold rule: validation" in out, err
+    # read as label,index: the same threshold as the pairs given in the default order
+    (tmp_path / "w.csv").write_text("".join(f"{i},{truth[i]}\n" for i in unlabeled))
     status, _, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
-                          "--validation", tmp_path / "v.csv", "--out", tmp_path / "r.npz", "--neighbors", 10],
+                          "--validation", tmp_path / "w.csv", "--out", tmp_path / "s.npz", "--neighbors", 10],
                          capsys)
     assert status == 0, err
+    with np.load(tmp_path / "r.npz") as first, np.load(tmp_path / "s.npz") as second:
+        assert first["outlier_threshold"] == second["outlier_threshold"]
+        np.testing.assert_array_equal(first["labels"], second["labels"])
 
 
 # ------------------------------------------------ the Python interface
