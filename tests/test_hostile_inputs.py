@@ -16,21 +16,10 @@ import numpy as np
 import pytest
 from cli_support import run, seeded_pool
 
-from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
+from fastprop import FastProp, load_graph, refine_confidence
 from fastprop._files import read_npy, write_atomically
 from fastprop.baselines import SGC
 from fastprop.cli._tables import read_feature_table
-
-
-@pytest.fixture(scope="module")
-def problem():
-    """Two separated clusters of 100 samples, three seeds each, and their graph."""
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(loc, 0.3, size=(100, 8)) for loc in (-1.0, 1.0)]).astype(np.float32)
-    y = np.full(200, -1)
-    y[[0, 1, 2]] = 0
-    y[[100, 101, 102]] = 1
-    return X, y, build_knn_graph(X, 10, random_state=0)
 
 
 def _npy_header(descr, shape):
@@ -246,8 +235,8 @@ def test_a_validation_header_after_blank_lines_is_read_as_the_header(tmp_path, c
 # ------------------------------------------------ the Python interface
 
 
-def test_refine_confidence_refuses_a_zero_one_mask_of_integers(problem):
-    X, y, graph = problem
+def test_refine_confidence_refuses_a_zero_one_mask_of_integers(two_clusters):
+    X, y, graph = two_clusters
     distributions = SGC(n_neighbors=10).fit(X, y, graph=graph).label_distributions_
     as_booleans = refine_confidence(graph, distributions, labeled=y >= 0, random_state=0)
     as_indices = refine_confidence(graph, distributions, labeled=np.flatnonzero(y >= 0), random_state=0)
@@ -258,8 +247,8 @@ def test_refine_confidence_refuses_a_zero_one_mask_of_integers(problem):
 
 @pytest.mark.parametrize("setting", ["min_gain", "eta", "predictor_l2", "outlier_share"])
 @pytest.mark.parametrize("value", [10**20, 10**400, -(10**400)], ids=["1e20", "1e400", "-1e400"])
-def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(problem, setting, value):
-    X, y, graph = problem
+def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(two_clusters, setting, value):
+    X, y, graph = two_clusters
     finite = abs(value) < 1e300
     # eta <= 0.5 and outlier_share <= 1: out of range; min_gain and predictor_l2 have no upper end
     if finite and setting in ("min_gain", "predictor_l2"):
@@ -269,8 +258,8 @@ def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(
         FastProp(n_neighbors=10, random_state=0, **{setting: value}).fit(X, y, graph=graph)
 
 
-def test_predict_keeps_the_unlabeled_marker_of_the_fit(problem):
-    X, y, graph = problem
+def test_predict_keeps_the_unlabeled_marker_of_the_fit(two_clusters):
+    X, y, graph = two_clusters
     model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=1.0).fit(X, y, graph=graph)
     model.set_params(unlabeled="x")
     assert set(model.predict(X[3:8]).tolist()) == {-1}
@@ -279,8 +268,8 @@ def test_predict_keeps_the_unlabeled_marker_of_the_fit(problem):
     np.testing.assert_array_equal(restored.predict(X[3:8]), model.predict(X[3:8]))
 
 
-def test_validation_labels_turned_into_text_by_numpy_are_explained(problem):
-    X, y, graph = problem
+def test_validation_labels_turned_into_text_by_numpy_are_explained(two_clusters):
+    X, y, graph = two_clusters
     named = np.array(["" if value < 0 else value for value in y], dtype=object)
     with pytest.raises(ValueError, match="dtype=object"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, named, graph=graph, validation=([50, 150], ["", 1]))
@@ -292,15 +281,15 @@ def test_validation_labels_turned_into_text_by_numpy_are_explained(problem):
     assert model.classes_.tolist() == [0, 1]
 
 
-def test_nan_for_a_missing_label_is_explained(problem):
-    X, y, graph = problem
+def test_nan_for_a_missing_label_is_explained(two_clusters):
+    X, y, graph = two_clusters
     names = np.array([np.nan if value < 0 else "ab"[value] for value in y], dtype=object)
     with pytest.raises(ValueError, match=r"A NaN is a label here.*fillna\(''\)"):
         FastProp(unlabeled="").fit(X, names, graph=graph)
 
 
-def test_a_masked_array_with_masked_values_is_refused(problem):
-    X, y, graph = problem
+def test_a_masked_array_with_masked_values_is_refused(two_clusters):
+    X, y, graph = two_clusters
     masked = np.ma.masked_array(X, mask=np.zeros(X.shape, dtype=bool))
     reference = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph)
     np.testing.assert_array_equal(
@@ -313,8 +302,8 @@ def test_a_masked_array_with_masked_values_is_refused(problem):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(problem, dtype):
-    X, y, graph = problem
+def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(two_clusters, dtype):
+    X, y, graph = two_clusters
     wrapped = y.astype(dtype)  # -1 becomes 255 / 65535: most samples would be seeds of that class
     with pytest.raises(ValueError, match=f"holds {np.iinfo(dtype).max}, which is what -1 becomes"):
         FastProp(n_neighbors=10).fit(X, wrapped, graph=graph)
@@ -327,8 +316,8 @@ def test_minus_one_wrapped_by_an_unsigned_dtype_is_named(problem, dtype):
     assert model.classes_.tolist() == [0, top]
 
 
-def test_class_names_ending_in_nul_are_refused_not_merged(problem):
-    X, y, graph = problem
+def test_class_names_ending_in_nul_are_refused_not_merged(two_clusters):
+    X, y, graph = two_clusters
     names = np.array(["" if value < 0 else ("a" if value == 0 else "a\0") for value in y], dtype=object)
     with pytest.raises(ValueError, match="class names in y end in a NUL"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, names, graph=graph)

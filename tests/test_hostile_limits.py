@@ -28,14 +28,8 @@ BEYOND_INT64 = 2**63
 
 
 @pytest.fixture(scope="module")
-def problem():
-    """Two separated clusters of 100 samples, three seeds each, and their graph."""
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(loc, 0.3, size=(100, 8)) for loc in (-1.0, 1.0)]).astype(np.float32)
-    y = np.full(200, -1)
-    y[[0, 1, 2]] = 0
-    y[[100, 101, 102]] = 1
-    return X, y, build_knn_graph(X, 10, random_state=0)
+def problem(two_clusters):
+    return two_clusters
 
 
 @pytest.fixture(scope="module")
