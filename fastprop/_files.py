@@ -326,8 +326,9 @@ def write_atomically(outputs):
     Raises
     ------
     ValueError
-        A target's directory does not exist, or a target is a directory or
-        another non-regular file (a FIFO, a device such as ``/dev/stdout``).
+        A target's directory does not exist, a target is a directory, a link
+        loop, another file that is not a regular one (a FIFO, a device) or a
+        stream of the process (``/dev/stdout``): :func:`output_target`.
     OSError
         Writing failed (permissions, disk full); the message names the target,
         not the temporary file.

@@ -35,9 +35,10 @@ one seed, accuracy with rejection 62.9% without the mapping, 65.2% with it).
 Agreement is a share, blind to how far the neighbours are: a point at right
 angles to every fitted sample would keep the confidence of the samples it
 is nearest to. So a point whose local density (the mean of its edge
-weights) is below every fitted sample's (:func:`fastprop.graph_signals.local_density`)
-has its confidence scaled by the ratio: it lies further out than anything
-the fit saw, and reaches 0 as its similarities do.
+weights) is below that of every fitted sample with an edge
+(:func:`fastprop.graph_signals.local_density`) has its confidence scaled by
+the ratio: it lies further out than anything the fit saw, and reaches 0 as
+its similarities do.
 
 When the fit calibrated its confidence on a validation set
 (:func:`fastprop.calibration.calibrate_on_validation`), ``a_x`` is mapped
