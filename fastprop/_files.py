@@ -128,7 +128,7 @@ def read_npy(path):
         themselves, declares a negative dimension, or declares another size
         than it has.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     if _file_kind(path) != "npy":
         raise ValueError(f"{path}: is an .npz archive, not an .npy file.")
     try:
@@ -169,7 +169,7 @@ class NpzArchive:
     """
 
     def __init__(self, path):
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
         if _file_kind(self.path) != "npz":
             raise ValueError(f"{self.path}: is an .npy file, not an .npz archive.")
         try:
@@ -277,9 +277,14 @@ def output_target(path):
     as ``/dev/null``, a socket). The messages name no path: the caller says
     which output it is.
     """
-    given = os.fspath(path)
+    given = os.fsdecode(path)
+    if not given or given.endswith(os.sep):
+        raise ValueError("it names no file; give a file name.")
     absolute = os.path.abspath(given)
     try:
+        # realpath drops "missing/.." by the text, where the system refuses the path: ask the system first
+        if not os.path.isdir(os.path.dirname(given) or os.curdir):
+            raise ValueError(f"directory {os.path.dirname(given)!r} does not exist.")
         target = Path(os.path.realpath(given))  # a link's target, so that the link is not replaced by a file
         if absolute in _STREAM_NAMES or any(name.startswith(_STREAM_DIRECTORIES)
                                             for name in (absolute, os.fspath(target))):
@@ -338,7 +343,7 @@ def write_atomically(outputs):
         try:
             targets.append(output_target(path))
         except ValueError as error:
-            raise ValueError(f"cannot write {os.fspath(path)!r}: {error}") from None
+            raise ValueError(f"cannot write {os.fsdecode(path)!r}: {error}") from None
     mask = os.umask(0)
     os.umask(mask)
     temporaries = []

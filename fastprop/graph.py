@@ -374,7 +374,7 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
         The file is missing, unreadable, corrupt, no graph file, or holds an
         invalid graph; the message names ``path``.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     if n_samples is not None:
         n_samples = check_integer("n_samples", n_samples, low=0)
     with NpzArchive(path) as archive:

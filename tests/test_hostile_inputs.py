@@ -8,6 +8,7 @@ each is now the right answer or a ValueError that says what was wrong.
 import io
 import os
 import pickle
+import re
 import stat
 import struct
 import zipfile
@@ -16,10 +17,13 @@ import numpy as np
 import pytest
 from cli_support import run, seeded_pool
 
-from fastprop import FastProp, load_graph, refine_confidence
+from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
 from fastprop._files import read_npy, write_atomically
 from fastprop.baselines import SGC
 from fastprop.cli._tables import read_feature_table
+from fastprop.evaluation.benchmark import GRAPH_ROW, format_markdown, run_method, run_table
+from fastprop.evaluation.datasets import make_noisy_mixture
+from fastprop.evaluation.protocol import make_noisy_task
 
 
 def _npy_header(descr, shape):
@@ -156,8 +160,8 @@ def test_feature_cells_python_would_read_as_numbers_are_refused(cell):
 def test_pandas_header_of_an_unnamed_frame_is_a_header_and_integer_samples_are_samples():
     X, _ = read_feature_table(["0,1,2,3", "0.5,0.25,1,2", "3,4,5,6"])
     assert X.tolist() == [[0.5, 0.25, 1, 2], [3, 4, 5, 6]]
-    X, _ = read_feature_table(["1,2,3,4", "0.5,0.25,1,2"])  # pandas numbers from 0: this is a sample
-    assert X.tolist() == [[1, 2, 3, 4], [0.5, 0.25, 1, 2]]
+    X, _ = read_feature_table(["1,2,3,4", "5,6,7,8"])  # numbered from 1 above integers: a sample
+    assert X.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]]
     with pytest.raises(ValueError, match="column 1 has no name.*to_csv"):  # with its unnamed index column
         read_feature_table([",0,1,2,3", "0,0.5,0.25,1,2"])
 
@@ -325,3 +329,130 @@ def test_class_names_ending_in_nul_are_refused_not_merged(two_clusters):
     with pytest.raises(ValueError, match="class names in validation labels end in a NUL"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, plain, graph=graph,
                                                    validation=([50, 150], np.array(["a\0", "b"], dtype=object)))
+
+
+# ------------------------------------------------ a sixth round: paths, tables, label files, the bench helpers
+
+
+@pytest.mark.parametrize("name, message", [
+    ("nodir/../X.npy", "directory 'nodir/..' does not exist"),  # the system refuses it; realpath's text did not
+    ("", "names no file"),
+    ("new.npz/", "names no file"),
+])
+def test_output_paths_the_system_would_refuse_are_refused_and_the_inputs_kept(tmp_path, monkeypatch, name, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "X.npy").write_bytes(b"features")
+    with pytest.raises(ValueError, match=message):
+        write_atomically([(name, lambda stream: stream.write(b"result"))])
+    assert (tmp_path / "X.npy").read_bytes() == b"features"
+
+
+def test_the_command_line_never_writes_over_its_input_through_a_missing_directory(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", seeds)
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
+                            "--out", tmp_path / "nodir" / ".." / "X.npy"], capsys)
+    assert status == 2 and "does not exist" in err
+    np.testing.assert_array_equal(np.load(tmp_path / "X.npy"), X)
+
+
+def test_graph_files_named_by_bytes_round_trip(tmp_path, two_clusters):
+    from fastprop import save_graph
+
+    _, _, graph = two_clusters
+    path = os.fsencode(tmp_path / "g.npz")
+    save_graph(path, graph)
+    assert (load_graph(path) != graph).nnz == 0
+
+
+@pytest.mark.parametrize("lines, rows", [
+    (["0,1,2", "0.5,0.25,1", "3,4,5"], [[0.5, 0.25, 1], [3, 4, 5]]),  # pandas' header of 3 unnamed columns
+    (["1,2,3", "0.5,0.25,1", "3,4,5"], [[0.5, 0.25, 1], [3, 4, 5]]),  # the same frame without its first column
+    (["1,2,3", "3,4,5"], [[1, 2, 3], [3, 4, 5]]),  # integer features: a sample
+    (["0,1", "0,1"], [[0, 1], [0, 1]]),
+])
+def test_numbered_first_lines_are_headers_only_above_fractions_or_from_four_columns(lines, rows):
+    assert read_feature_table(lines)[0].tolist() == rows
+
+
+@pytest.mark.parametrize("first, message", [
+    ("1.5,#DIV/0!,2", "line 1, column '2': '#DIV/0!' is not a number"),  # a first row with a number is a sample
+    ("0..5,1,2", "line 1, column '1': '0..5' is not a number"),
+    (",1.5,2", "line 1, column '1': '' is not a number"),
+])
+def test_a_first_row_with_a_number_is_a_sample_whatever_else_it_holds(first, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_feature_table([first, "1,2,3", "4,5,6"])
+
+
+def test_pandas_saved_index_read_back_and_saved_again_is_named():
+    with pytest.raises(ValueError, match="column 1 is named 'Unnamed: 0'.*to_csv\\(index=False\\)"):
+        read_feature_table(["Unnamed: 0,0,1,2", "0,0.5,0.25,1", "1,3,4,5"])
+
+
+@pytest.mark.parametrize("lines", [["0.5;0.25;1", "3;4;5"], ["3.45e-01 8.21e-01", "1 2"], ["1\t2", "3\t4"]])
+def test_another_separator_than_commas_is_named(lines):
+    with pytest.raises(ValueError, match="separated by something else than commas"):
+        read_feature_table(lines)
+
+
+def test_a_labels_column_in_a_numbered_header_gets_the_label_column_hint():
+    with pytest.raises(ValueError, match="pass --label-column 'label'"):
+        read_feature_table(["0,1,2,label", "0.5,0.25,1,cat"])
+    X, labels = read_feature_table(["0,1,2,label", "0.5,0.25,1,cat"], "label")
+    assert X.tolist() == [[0.5, 0.25, 1]] and labels.texts == ["cat"]
+
+
+def test_numpy_savetxt_headers_of_label_and_validation_files_are_headers(tmp_path, capsys):
+    X, truth, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    np.savetxt(tmp_path / "y.txt", seeds, fmt="%d", header="label")  # "# label" on line 1
+    unlabeled = np.flatnonzero(seeds < 0)[:12]
+    np.savetxt(tmp_path / "v.csv", np.c_[unlabeled, truth[unlabeled]], fmt="%d", delimiter=",", header="index,label")
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                            "--validation", tmp_path / "v.csv", "--out", tmp_path / "r.npz", "--neighbors", 10],
+                           capsys)
+    assert status == 0 and f"propagated {np.count_nonzero(seeds >= 0)} seed labels" in out, err
+
+
+def test_blank_lines_at_the_end_of_a_labels_file_are_named(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    (tmp_path / "y.txt").write_text("".join(f"{seed}\n" for seed in seeds) + "\n\n")
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                            "--out", tmp_path / "r.npz"], capsys)
+    assert status == 2 and "holds 122 labels for 120 samples, the last 2 of them blank lines" in err
+
+
+def test_run_method_refines_only_a_fit_of_its_own_method_and_task():
+    X, pool = make_noisy_mixture(300, 4, n_features=8, random_state=0)
+    task, other = (make_noisy_task(pool, 3, label_ratio=0.05, noise_ratio=0.1, random_state=seed) for seed in (0, 1))
+    graph = build_knn_graph(task.subset(X), 10, random_state=0)
+    poisson = run_method("PoissonLearning", X, task, graph, 0, return_model=True)
+    with pytest.raises(ValueError, match="got 'PoissonLearning' for 'SGC \\+ ConfNet'"):
+        run_method("SGC + ConfNet", X, task, graph, 0, fitted=poisson)
+    elsewhere = run_method("SGC", X, other, build_knn_graph(other.subset(X), 10, random_state=1), 1,
+                           return_model=True)
+    with pytest.raises(ValueError, match="a SGC fit of another task"):
+        run_method("SGC + ConfNet", X, task, graph, 0, fitted=elsewhere)
+    own = run_method("SGC", X, task, graph, 0, return_model=True)
+    refined = run_method("SGC + ConfNet", X, task, graph, 0, fitted=own)
+    assert refined["accuracy"] == run_table(X, pool, 3, methods=["SGC", "SGC + ConfNet"], noise_ratios=[0.1],
+                                            n_seeds=1, label_ratio=0.05, n_neighbors=10,
+                                            warm_up=False)[1]["accuracy_mean"]
+    with pytest.raises(ValueError, match="must not hold 'random_state'"):
+        run_method("SGC", X, task, graph, 0, params={"random_state": 1})
+
+
+def test_run_table_and_format_markdown_refuse_what_they_cannot_lay_out():
+    X, pool = make_noisy_mixture(300, 4, n_features=8, random_state=0)
+    with pytest.raises(ValueError, match="at least one value"):
+        run_table(X, pool, 3, methods=(), warm_up=False)
+    rows = run_table(X, pool, 3, methods=(name for name in ["SGC"]), noise_ratios=[0.1], n_seeds=1,
+                     warm_up=False)
+    assert [row["method"] for row in rows] == ["SGC", GRAPH_ROW]
+    with pytest.raises(ValueError, match="a list of dicts"):
+        format_markdown([1, 2])
+    with pytest.raises(ValueError, match="no number"):
+        format_markdown([{**rows[0], "noise_ratio": "10%"}])

@@ -181,6 +181,12 @@ def load_labels(path, n_samples, marker, option="--labels"):
         y, unlabeled = labels_from_array(load_array(path, "y", option), marker, f"{where}: ")
     else:
         texts, first = _drop_header(_label_texts(path, option), n_samples, marker)
+        blank_end = next((count for count, text in enumerate(reversed(texts)) if text), len(texts))
+        if len(texts) > n_samples and blank_end and len(texts) - blank_end <= n_samples:
+            raise ValueError(
+                f"{where}: holds {len(texts)} labels for {n_samples} samples, the last {blank_end} of them "
+                "blank lines (a blank line is an unlabeled sample); remove the blank lines at its end."
+            )
         y, unlabeled = labels_from_texts(texts, marker, where, range(first, first + len(texts)))
     return seed_labels(y, unlabeled, n_samples, f"{where}: ")
 
@@ -201,7 +207,7 @@ LABEL_COLUMN_NAMES = frozenset({"label", "class", "y", "truth", "target", "inten
 
 def _index_column(header, where, line):
     """Which column of a validation file's ``header`` (on ``line``) holds the indices: 0 unless its names say 1."""
-    names = [name.lower() for name in header]
+    names = [name.lower().removeprefix("# ").strip() for name in header]  # numpy.savetxt's header is a comment
     kinds = ["index" if name in INDEX_COLUMN_NAMES else "label" if name in LABEL_COLUMN_NAMES else None
              for name in names]
     if kinds[0] is not None and kinds[0] == kinds[1]:

@@ -38,6 +38,11 @@ def parse_real(text):
 
 
 def looks_like_a_header(text):
-    """A header line (``label``, ``index,label``) starts with a letter; data starts with a digit or '-'."""
+    """A header line (``label``, ``index,label``) starts with a letter; data starts with a digit or '-'.
+
+    numpy.savetxt writes its ``header=`` as a comment, ``# label``: that is a header too.
+    """
     text = text.strip()
+    if text.startswith("# "):
+        text = text[2:].lstrip()
     return bool(text) and text[0].isalpha()

@@ -1,9 +1,9 @@
 """Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
 
-The first line is a header when it names the labels column, numbers four or
-more columns ``0,1,2,...`` as pandas does for an unnamed frame, or holds a name
-above a number of the second line (any name, for a one-line file); a number
-(``1e-05`` too), a missing value (``nan``, ``NA``) or a malformed number
+The first line is a header when it names the labels column, numbers the
+columns as pandas does for an unnamed frame (``0,1,2,...``), or holds no
+number and a name above a number of the second line (any name, for a
+one-line file); a missing value (``nan``, ``NA``) or a malformed number
 (``1_0``) is no name. A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
@@ -11,6 +11,7 @@ the caller prefixes the option and the file.
 """
 
 import csv
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +19,10 @@ import numpy as np
 from ._numbers import parse_real
 
 _SHOWN_COLUMNS = 8
+#: pandas' name for an unnamed column it read back (a saved index, saved again).
+_PANDAS_UNNAMED = re.compile(r"Unnamed: [0-9]+")
+#: Numbers separated by a semicolon, a tab or spaces in one comma-separated field.
+_OTHER_SEPARATOR = re.compile(r"[0-9.](\s+|;)[-+0-9.]")
 
 
 class LabelColumn(NamedTuple):
@@ -41,7 +46,7 @@ _MISSING_VALUES = frozenset({
     "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity",
 })
 #: A first line numbering at least this many columns 0, 1, 2, ... is pandas' header of an unnamed frame, not a
-#: sample (fewer could be a sample of small integer features).
+#: sample, whatever the next line holds; fewer (or 1, 2, 3, ...) only above a line with a fraction.
 _NUMBERED_COLUMNS = 4
 
 
@@ -63,27 +68,47 @@ def _is_name(field):
     return False
 
 
-def _numbers_the_columns(fields):
-    """Whether ``fields`` is pandas' header of an unnamed frame: ``0,1,2,...`` or ``,0,1,...`` (with its index)."""
-    if fields and fields[0] == "":  # the index column, which pandas leaves unnamed
-        fields = fields[1:]
-    return len(fields) >= _NUMBERED_COLUMNS and fields == [str(position) for position in range(len(fields))]
+def _numbers_the_columns(first, second):
+    """Whether ``first`` is the header of an unnamed frame: ``0,1,2,...`` (or ``1,2,3,...``), after an unnamed index.
+
+    pandas numbers an unnamed frame's columns from 0; numbered from 1 they
+    are the same frame saved without its first column. A first line of
+    :data:`_NUMBERED_COLUMNS` or more columns from 0 is such a header; any
+    shorter one, or one from 1, only above a ``second`` line (None when
+    there is none of the same width) with a number that is no integer: a
+    sample of integer features may well read ``1,2,3``.
+    """
+    unnamed_index = first and (first[0] == "" or _PANDAS_UNNAMED.fullmatch(first[0]))  # pandas' index column
+    fields = first[1:] if unnamed_index else first
+    for start in (0, 1):
+        if len(fields) < 2 or fields != [str(start + position) for position in range(len(fields))]:
+            continue
+        if start == 0 and len(fields) >= _NUMBERED_COLUMNS:
+            return True
+        values = [] if second is None else [parse_real(value) for value in second[-len(fields):]]
+        return any(value is not None and not value.is_integer() for value in values)
+    return False
 
 
 def _has_header(rows, label_column):
     """Whether the first row names the columns.
 
-    It does when it holds ``label_column``, numbers :data:`_NUMBERED_COLUMNS`
-    or more columns the way pandas does, or has a name (:func:`_is_name`)
-    where the next row has a number (a labels column holds text on every
-    row, header or not), or any name when there is no comparable next row.
+    It does when it holds ``label_column``, or numbers the columns the way
+    pandas does (:func:`_numbers_the_columns`). Otherwise a row holding a
+    number is a sample (its other cells get the errors any row's would), and
+    a row of no number is a header when it has a name (:func:`_is_name`)
+    above a number of the next row (a labels column holds text on every row,
+    header or not), or any name when there is no next row of its width.
     """
     first = rows[0][1]
-    if label_column in first or (len(rows) > 1 and _numbers_the_columns(first)):
+    second = rows[1][1] if len(rows) > 1 and len(rows[1][1]) == len(first) else None
+    if label_column in first or _numbers_the_columns(first, second):
         return True
-    if len(rows) == 1 or len(rows[1][1]) != len(first):
+    if any(parse_real(field) is not None for field in first):
+        return False
+    if second is None:
         return any(map(_is_name, first))
-    return any(_is_name(name) and parse_real(value) is not None for name, value in zip(first, rows[1][1]))
+    return any(_is_name(name) and parse_real(value) is not None for name, value in zip(first, second))
 
 
 def _shown(names):
@@ -93,10 +118,11 @@ def _shown(names):
 
 def _check_header(header):
     for position, name in enumerate(header, start=1):
-        if not name:
+        if not name or _PANDAS_UNNAMED.fullmatch(name):
+            shown = f"is named {name!r}" if name else "has no name"
             raise ValueError(
-                f"column {position} has no name in the header line; name every column (pandas "
-                "writes its index that way: save with to_csv(index=False))."
+                f"column {position} {shown} in the header line: pandas' index column; name every column, "
+                "or save the frame without its index (to_csv(index=False))."
             )
 
 
@@ -133,11 +159,18 @@ def _reads_as_float(text):
 
 
 def _not_a_number(number, fields, columns, names, label_column):
-    """The error about the first feature cell of a line that is not a number."""
+    """The error about the first feature cell of a line that is not a number, with a hint where one is likely."""
     position = next(position for position in columns if not _reads_as_float(fields[position]))
+    cell = fields[position]
     hint = ""
-    if label_column is None and any(map(_is_name, names)):
+    if _OTHER_SEPARATOR.search(cell):
+        hint = (" (the fields seem separated by something else than commas: save the table with commas, "
+                "e.g. numpy.savetxt(path, X, delimiter=','))")
+    elif label_column is None and any(map(_is_name, names)):
         hint = f" (if column {names[position]!r} holds the labels, pass --label-column {names[position]!r})"
+    elif label_column is None and _is_name(cell):
+        hint = (f" (if line {number} names the columns and this one holds the labels, pass --label-column "
+                f"{cell!r})")
     return ValueError(
         f"line {number}, column {names[position]!r}: {fields[position][:40]!r} is not a number; "
         f"every column but the labels must hold numbers{hint}."

@@ -130,6 +130,24 @@ def _check_parameters(name, method, params):
         raise ValueError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}.")
 
 
+def _check_fitted(name, fitted, task):
+    """A ValueError unless ``fitted`` is run_method's result (with its model) for the method ``name`` refines, on
+    ``task``."""
+    keys = {"model", "seconds", "cpu_seconds", "method", "truth"}
+    base = name[: -len(CONFNET_SUFFIX)] if name.endswith(CONFNET_SUFFIX) else None
+    if not (isinstance(fitted, dict) and keys <= set(fitted)) or base is None or fitted["method"] != base:
+        raise ValueError(
+            f"fitted must be what run_method({base or 'the refined method'!r}, ..., return_model=True) returned, "
+            f"for a {CONFNET_SUFFIX.strip()!r} name refining that method; got "
+            f"{type(fitted).__name__ if not isinstance(fitted, dict) else fitted.get('method', 'no method')!r} "
+            f"for {name!r}."
+        )
+    rows = np.shape(getattr(fitted["model"], "label_distributions_", None))
+    truth = np.asarray(task.truth)[task.evaluation]
+    if rows[:1] != (task.n_samples,) or not np.array_equal(np.asarray(fitted["truth"]), truth):
+        raise ValueError(f"fitted is a {base} fit of another task; refine a fit of this one.")
+
+
 def run_method(name, X, task, graph, random_state, *, params=None, return_model=False, fitted=None):
     """Fit method ``name`` on one task and score it.
 
@@ -169,9 +187,10 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
     """
     if not isinstance(task, NoisyTask):
         raise ValueError(f"task must be a NoisyTask (from make_noisy_task), got {type(task).__name__}.")
-    if fitted is not None and not (isinstance(fitted, dict) and {"model", "seconds", "cpu_seconds"} <= set(fitted)):
-        raise ValueError("fitted must be what run_method(..., return_model=True) returned for the method "
-                         f"{name!r} refines, with its 'model', 'seconds' and 'cpu_seconds'.")
+    if fitted is not None:
+        _check_fitted(name, fitted, task)
+    if params is not None and "random_state" in params:
+        raise ValueError("params must not hold 'random_state': pass it as run_method's random_state.")
     gc.collect()
     if fitted is not None:
         model = fitted["model"]
@@ -310,6 +329,9 @@ def run_table(
     """
     if isinstance(methods, str) or isinstance(noise_ratios, (str, numbers.Real)):
         raise ValueError("methods and noise_ratios must be sequences, e.g. methods=('SGC',), noise_ratios=(0.3,).")
+    methods, noise_ratios = tuple(methods), tuple(noise_ratios)  # a generator is read once
+    if not methods or not noise_ratios:
+        raise ValueError("methods and noise_ratios must each hold at least one value.")
     n_seeds = check_integer("n_seeds", n_seeds, low=1)
     if progress is not None and not callable(progress):
         raise ValueError(f"progress must be a function progress(done, total, message) or None, got {progress!r}.")
@@ -344,7 +366,8 @@ def run_table(
                                     return_model=name + CONFNET_SUFFIX in methods)
                 model = result.pop("model", None)
                 if model is not None:
-                    models[name] = {"model": model, "seconds": result["seconds"], "cpu_seconds": result["cpu_seconds"]}
+                    models[name] = {"model": model, **{key: result[key] for key in
+                                                       ("seconds", "cpu_seconds", "method", "truth")}}
                 runs[name].append(result)
                 done += 1
                 if progress is not None:
@@ -386,9 +409,16 @@ def format_markdown(rows, metric="accuracy"):
     """
     if metric not in _TABLE_METRICS:
         raise ValueError(f"metric={metric!r} is not supported; allowed: {', '.join(map(repr, _TABLE_METRICS))}.")
+    if isinstance(rows, dict) or not all(isinstance(row, dict) for row in rows):
+        raise ValueError("rows must be a list of dicts, as run_table returns them.")
     missing = [key for key in ("method", "noise_ratio", "seconds_mean") if any(key not in row for row in rows)]
     if missing:
         raise ValueError(f"every row needs {missing[0]!r} (rows as run_table returns them).")
+    for row in rows:
+        values = [row["noise_ratio"], row["seconds_mean"], row.get(f"{metric}_mean"), row.get(f"{metric}_std")]
+        if not all(value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool))
+                   for value in values):
+            raise ValueError(f"row {row['method']!r} holds a value that is no number (rows as run_table returns them).")
     noise_ratios = sorted({row["noise_ratio"] for row in rows})
     methods = list(dict.fromkeys(row["method"] for row in rows if row["method"] != GRAPH_ROW))
     has_graph = any(row["method"] == GRAPH_ROW for row in rows)
