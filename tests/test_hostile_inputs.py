@@ -367,41 +367,60 @@ def test_graph_files_named_by_bytes_round_trip(tmp_path, two_clusters):
 
 
 @pytest.mark.parametrize("lines, rows", [
-    (["0,1,2", "0.5,0.25,1", "3,4,5"], [[0.5, 0.25, 1], [3, 4, 5]]),  # pandas' header of 3 unnamed columns
-    (["1,2,3", "0.5,0.25,1", "3,4,5"], [[0.5, 0.25, 1], [3, 4, 5]]),  # the same frame without its first column
+    (["0,1,2,3", "0.5,0.25,1,2"], [[0.5, 0.25, 1, 2]]),  # pandas' header of 4 unnamed columns
     (["1,2,3", "3,4,5"], [[1, 2, 3], [3, 4, 5]]),  # integer features: a sample
     (["0,1", "0,1"], [[0, 1], [0, 1]]),
 ])
-def test_numbered_first_lines_are_headers_only_above_fractions_or_from_four_columns(lines, rows):
+def test_numbered_first_lines_are_headers_from_four_columns_and_samples_above_integers(lines, rows):
     assert read_feature_table(lines)[0].tolist() == rows
 
 
 @pytest.mark.parametrize("first, message", [
     ("1.5,#DIV/0!,2", "line 1, column '2': '#DIV/0!' is not a number"),  # a first row with a number is a sample
     ("0..5,1,2", "line 1, column '1': '0..5' is not a number"),
-    (",1.5,2", "line 1, column '1': '' is not a number"),
 ])
 def test_a_first_row_with_a_number_is_a_sample_whatever_else_it_holds(first, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         read_feature_table([first, "1,2,3", "4,5,6"])
 
 
-def test_pandas_saved_index_read_back_and_saved_again_is_named():
-    with pytest.raises(ValueError, match="column 1 is named 'Unnamed: 0'.*to_csv\\(index=False\\)"):
-        read_feature_table(["Unnamed: 0,0,1,2", "0,0.5,0.25,1", "1,3,4,5"])
+@pytest.mark.parametrize("lines, message", [
+    (["Unnamed: 0,0,1,2", "0,0.5,0.25,1", "1,3,4,5"], "column 1 is named 'Unnamed: 0'"),  # read back, saved again
+    ([",0,1,2", "0,3,4,5", "1,6,7,8"], "column 1 has no name"),  # to_csv()'s own index, integer features
+    ([",Unnamed: 0,0,1", "0,0,3,4", "1,1,6,7"], "column 1 has no name"),
+])
+def test_pandas_index_columns_are_named_whatever_the_features_hold(lines, message):
+    expected = f"{message} in the header line: pandas' index column.*to_csv\\(index=False\\)"
+    with pytest.raises(ValueError, match=expected):
+        read_feature_table(lines)
 
 
-@pytest.mark.parametrize("lines", [["0.5;0.25;1", "3;4;5"], ["3.45e-01 8.21e-01", "1 2"], ["1\t2", "3\t4"]])
+@pytest.mark.parametrize("first", ["0,1,2", "1,2", "1,2,3,4"])
+def test_few_or_one_based_column_numbers_above_fractions_are_refused_as_ambiguous(first):
+    with pytest.raises(ValueError, match=f"line 1 reads '{first}' above a line of fractions"):
+        read_feature_table([first, ",".join(["0.5"] * len(first.split(","))), ",".join(["1"] * len(first.split(",")))])
+
+
+@pytest.mark.parametrize("lines", [
+    ["0.5;0.25;1", "3;4;5"], ["3.45e-01 8.21e-01", "1 2"], ["1\t2", "3\t4"],
+    ["x0;x1;x2", "0.5;0.25;1"], ["x0\tx1", "1\t2"], ["# x0 x1", "1 2"],  # with a header line
+    ["x0;x1", "0,5;0,3"],  # decimal commas: the field counts differ
+])
 def test_another_separator_than_commas_is_named(lines):
-    with pytest.raises(ValueError, match="separated by something else than commas"):
+    with pytest.raises(ValueError, match="separated by something other than commas"):
         read_feature_table(lines)
 
 
 def test_a_labels_column_in_a_numbered_header_gets_the_label_column_hint():
-    with pytest.raises(ValueError, match="pass --label-column 'label'"):
-        read_feature_table(["0,1,2,label", "0.5,0.25,1,cat"])
-    X, labels = read_feature_table(["0,1,2,label", "0.5,0.25,1,cat"], "label")
-    assert X.tolist() == [[0.5, 0.25, 1]] and labels.texts == ["cat"]
+    lines = ["0,1,2,label", "0.5,0.25,1,cat", "0.5,0.5,1,dog"]
+    with pytest.raises(ValueError, match=r"'label' is not a number; .* \(if column 'label' holds the labels, pass "
+                                         r"--label-column 'label'\)\.$"):
+        read_feature_table(lines)
+    X, labels = read_feature_table(lines, "label")
+    assert X.tolist() == [[0.5, 0.25, 1], [0.5, 0.5, 1]] and labels.texts == ["cat", "dog"]
+    with pytest.raises(ValueError, match=r"'#DIV/0!' is not a number; every column but the labels must hold "
+                                         r"numbers\.$"):  # a value, not a labels column: no hint
+        read_feature_table(["1.5,#DIV/0!,2", "1,2,3"])
 
 
 def test_numpy_savetxt_headers_of_label_and_validation_files_are_headers(tmp_path, capsys):
@@ -416,13 +435,28 @@ def test_numpy_savetxt_headers_of_label_and_validation_files_are_headers(tmp_pat
     assert status == 0 and f"propagated {np.count_nonzero(seeds >= 0)} seed labels" in out, err
 
 
-def test_blank_lines_at_the_end_of_a_labels_file_are_named(tmp_path, capsys):
+@pytest.mark.parametrize("unlabeled_tail, extra, names", [(0, 2, False), (3, 1, False), (0, 1, True)])
+def test_blank_lines_at_the_end_of_a_labels_file_are_named(tmp_path, capsys, unlabeled_tail, extra, names):
     X, _, seeds = seeded_pool(120, 6, 3, 0)
     np.save(tmp_path / "X.npy", X)
-    (tmp_path / "y.txt").write_text("".join(f"{seed}\n" for seed in seeds) + "\n\n")
+    texts = [("" if seed < 0 else "abcd"[seed]) if names else str(seed) for seed in seeds]
+    texts[-unlabeled_tail:] = [""] * unlabeled_tail if unlabeled_tail else texts[-0:]
+    assert texts[0] == ("a" if names else "0")  # a first label a header could be mistaken for
+    (tmp_path / "y.txt").write_text("".join(f"{text}\n" for text in texts) + "\n" * extra)
     status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
-                            "--out", tmp_path / "r.npz"], capsys)
-    assert status == 2 and "holds 122 labels for 120 samples, the last 2 of them blank lines" in err
+                            "--unlabeled", "" if names else "-1", "--out", tmp_path / "r.npz"], capsys)
+    assert status == 2 and f"holds {120 + extra} lines for 120 samples" in err and f"remove {extra} of" in err, err
+
+
+def test_a_named_header_line_and_an_unlabeled_last_sample_are_read_as_such(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    texts = ["" if seed < 0 else "abcd"[seed] for seed in seeds]
+    assert texts[-1] == ""
+    (tmp_path / "y.txt").write_text("label\n" + "".join(f"{text}\n" for text in texts))
+    status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                            "--unlabeled", "", "--out", tmp_path / "r.npz", "--neighbors", 10], capsys)
+    assert status == 0 and f"propagated {np.count_nonzero(seeds >= 0)} seed labels" in out, err
 
 
 def test_run_method_refines_only_a_fit_of_its_own_method_and_task():
@@ -430,7 +464,7 @@ def test_run_method_refines_only_a_fit_of_its_own_method_and_task():
     task, other = (make_noisy_task(pool, 3, label_ratio=0.05, noise_ratio=0.1, random_state=seed) for seed in (0, 1))
     graph = build_knn_graph(task.subset(X), 10, random_state=0)
     poisson = run_method("PoissonLearning", X, task, graph, 0, return_model=True)
-    with pytest.raises(ValueError, match="got 'PoissonLearning' for 'SGC \\+ ConfNet'"):
+    with pytest.raises(ValueError, match="for 'SGC \\+ ConfNet' to refine; got 'PoissonLearning'"):
         run_method("SGC + ConfNet", X, task, graph, 0, fitted=poisson)
     elsewhere = run_method("SGC", X, other, build_knn_graph(other.subset(X), 10, random_state=1), 1,
                            return_model=True)
@@ -454,5 +488,15 @@ def test_run_table_and_format_markdown_refuse_what_they_cannot_lay_out():
     assert [row["method"] for row in rows] == ["SGC", GRAPH_ROW]
     with pytest.raises(ValueError, match="a list of dicts"):
         format_markdown([1, 2])
+    assert format_markdown(row for row in rows) == format_markdown(rows)  # a generator of rows, read once
+    with pytest.raises(ValueError, match="no number"):
+        format_markdown([{**rows[0], "seconds_mean": None}])
     with pytest.raises(ValueError, match="no number"):
         format_markdown([{**rows[0], "noise_ratio": "10%"}])
+
+
+def test_an_output_name_ending_in_a_slash_is_refused_before_any_work(tmp_path, capsys):
+    X, _, seeds = seeded_pool(120, 6, 3, 0)
+    np.save(tmp_path / "X.npy", X)
+    status, out, err = run(["graph", "--features", tmp_path / "X.npy", "--out", f"{tmp_path / 'g.npz'}/"], capsys)
+    assert status == 2 and out == "" and err.startswith("fastprop: error: --out ") and "names no file" in err

@@ -43,11 +43,11 @@ def require_file(path, option):
 
 def check_output(path, option, inputs=()):
     """Check, before any work, that ``path`` can be written and is none of ``inputs``."""
-    path = Path(path)
     try:
-        directory = output_target(path).parent
+        directory = output_target(path).parent  # the text as given: Path() would drop a trailing "/"
     except ValueError as error:
         raise ValueError(f"{describe(option, path)}: {error}") from None
+    path = Path(path)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ValueError(f"{describe(option, path)}: directory {str(directory)!r} is not writable.")
     for other_option, other in inputs:

@@ -134,9 +134,10 @@ def seed_labels(y, unlabeled, n_samples, context):
 def _drop_header(texts, n_samples, marker):
     """``texts`` without their header line if they have one, and the line number of the first label.
 
-    The first line is a header ("label") when it starts with a letter and either
-    the file has one line more than there are samples, or every other label is
-    an integer (so that it cannot be one of them).
+    The first line is a header ("label", or numpy.savetxt's "# label") when it
+    starts with a letter (after "# ") and either the file has one line more
+    than there are samples, or every other label is an integer (so that it
+    cannot be one of them).
     """
     if not texts or not looks_like_a_header(texts[0]):
         return texts, 1
@@ -144,6 +145,28 @@ def _drop_header(texts, n_samples, marker):
     if len(texts) == n_samples + 1 or (rest and all(map(_is_integer_text, rest))):
         return texts[1:], 2
     return texts, 1
+
+
+def _refuse_extra_blank_lines(lines, n_samples, where):
+    """A ValueError when ``lines`` are more than the samples and end in blank lines (unlabeled samples, each).
+
+    One line more is a header line when the first is a known header name
+    (:data:`LABEL_COLUMN_NAMES`, ``# `` allowed): otherwise a file of names
+    ending in one blank line too many would lose its first label as a
+    "header" and shift every other label by one.
+    """
+    blank_end = next((count for count, text in enumerate(reversed(lines)) if text), len(lines))
+    if not blank_end or len(lines) <= n_samples:
+        return
+    named_header = lines[0].lower().removeprefix("# ").strip() in LABEL_COLUMN_NAMES
+    if len(lines) == n_samples + 1 and named_header:
+        return
+    extra = len(lines) - n_samples - int(named_header)
+    raise ValueError(
+        f"{where}: holds {len(lines)} lines for {n_samples} samples and ends with {blank_end} blank line(s), "
+        f"each an unlabeled sample: remove {extra} of the blank lines at its end (or, if line 1 is a header, "
+        "name it 'label')."
+    )
 
 
 def _label_texts(path, option):
@@ -180,13 +203,9 @@ def load_labels(path, n_samples, marker, option="--labels"):
     if path.suffix.lower() in NUMPY_SUFFIXES:
         y, unlabeled = labels_from_array(load_array(path, "y", option), marker, f"{where}: ")
     else:
-        texts, first = _drop_header(_label_texts(path, option), n_samples, marker)
-        blank_end = next((count for count, text in enumerate(reversed(texts)) if text), len(texts))
-        if len(texts) > n_samples and blank_end and len(texts) - blank_end <= n_samples:
-            raise ValueError(
-                f"{where}: holds {len(texts)} labels for {n_samples} samples, the last {blank_end} of them "
-                "blank lines (a blank line is an unlabeled sample); remove the blank lines at its end."
-            )
+        lines = _label_texts(path, option)
+        _refuse_extra_blank_lines(lines, n_samples, where)
+        texts, first = _drop_header(lines, n_samples, marker)
         y, unlabeled = labels_from_texts(texts, marker, where, range(first, first + len(texts)))
     return seed_labels(y, unlabeled, n_samples, f"{where}: ")
 
@@ -219,8 +238,8 @@ def _index_column(header, where, line):
 def load_validation(path, labels, option="--validation"):
     """``(indices, labels)`` from a CSV of ``index,label`` lines (optional header).
 
-    A header (the first line that is not blank, when it starts with a letter
-    and its second field is no integer) may name the columns in either order
+    A header (the first line that is not blank, when it starts with a letter,
+    after numpy.savetxt's "# ", and its second field is no integer) may name the columns in either order
     (``label,index``: :data:`INDEX_COLUMN_NAMES`,
     :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
     the index comes first. ``labels`` (:class:`SeedLabels`) are the seeds

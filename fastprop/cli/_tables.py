@@ -1,10 +1,11 @@
 """Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
 
-The first line is a header when it names the labels column, numbers the
-columns as pandas does for an unnamed frame (``0,1,2,...``), or holds no
-number and a name above a number of the second line (any name, for a
-one-line file); a missing value (``nan``, ``NA``) or a malformed number
-(``1_0``) is no name. A labels
+The first line is a header when it names the labels column, starts with
+pandas' unnamed index column, numbers four or more columns ``0,1,2,...`` (pandas'
+header of an unnamed frame), or holds no number and a name above a number of
+the second line (any name when no second line of its width follows); a
+missing value (``nan``, ``NA``) or a malformed number (``1_0``) is no name.
+Fewer numbered columns above a line of fractions are refused as ambiguous. A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
 the caller prefixes the option and the file.
@@ -21,8 +22,10 @@ from ._numbers import parse_real
 _SHOWN_COLUMNS = 8
 #: pandas' name for an unnamed column it read back (a saved index, saved again).
 _PANDAS_UNNAMED = re.compile(r"Unnamed: [0-9]+")
-#: Numbers separated by a semicolon, a tab or spaces in one comma-separated field.
-_OTHER_SEPARATOR = re.compile(r"[0-9.](\s+|;)[-+0-9.]")
+#: Values separated by a semicolon, a tab or spaces in what was read as one comma-separated field.
+_OTHER_SEPARATOR = re.compile(r"\S(\s+|;)\S|;")
+_SEPARATOR_HINT = ("the fields seem separated by something other than commas: save the table with commas, "
+                   "e.g. numpy.savetxt(path, X, delimiter=',') or pandas' to_csv(path)")
 
 
 class LabelColumn(NamedTuple):
@@ -56,8 +59,7 @@ def _is_name(field):
     ``1e-05`` is a number, ``nan`` / ``NA`` a missing value, and ``1_0``,
     ``'\u0661'`` or ``'\u22121'`` (a Unicode minus) a malformed one: none of
     them names a column, so a first row of them is a sample (and its value
-    gets the error any row's would). An empty field is a name, left for the
-    header check to refuse (pandas leaves its index column unnamed).
+    gets the error any row's would). An empty field counts as a name.
     """
     if parse_real(field) is not None or field.lower() in _MISSING_VALUES:
         return False
@@ -68,42 +70,47 @@ def _is_name(field):
     return False
 
 
-def _numbers_the_columns(first, second):
-    """Whether ``first`` is the header of an unnamed frame: ``0,1,2,...`` (or ``1,2,3,...``), after an unnamed index.
+def _pandas_index_header(first):
+    """Whether ``first`` begins with pandas' unnamed index column (``""``, or ``Unnamed: 0`` when saved again)."""
+    return len(first) > 1 and (first[0] == "" or bool(_PANDAS_UNNAMED.fullmatch(first[0])))
 
-    pandas numbers an unnamed frame's columns from 0; numbered from 1 they
-    are the same frame saved without its first column. A first line of
-    :data:`_NUMBERED_COLUMNS` or more columns from 0 is such a header; any
-    shorter one, or one from 1, only above a ``second`` line (None when
-    there is none of the same width) with a number that is no integer: a
-    sample of integer features may well read ``1,2,3``.
-    """
-    unnamed_index = first and (first[0] == "" or _PANDAS_UNNAMED.fullmatch(first[0]))  # pandas' index column
-    fields = first[1:] if unnamed_index else first
+
+def _numbered_columns(first):
+    """``0`` or ``1`` when ``first`` numbers its columns from there (``0,1,2,...``), else None."""
     for start in (0, 1):
-        if len(fields) < 2 or fields != [str(start + position) for position in range(len(fields))]:
-            continue
-        if start == 0 and len(fields) >= _NUMBERED_COLUMNS:
-            return True
-        values = [] if second is None else [parse_real(value) for value in second[-len(fields):]]
-        return any(value is not None and not value.is_integer() for value in values)
-    return False
+        if len(first) >= 2 and first == [str(start + position) for position in range(len(first))]:
+            return start
+    return None
 
 
 def _has_header(rows, label_column):
     """Whether the first row names the columns.
 
-    It does when it holds ``label_column``, or numbers the columns the way
-    pandas does (:func:`_numbers_the_columns`). Otherwise a row holding a
-    number is a sample (its other cells get the errors any row's would), and
-    a row of no number is a header when it has a name (:func:`_is_name`)
-    above a number of the next row (a labels column holds text on every row,
-    header or not), or any name when there is no next row of its width.
+    It does when it holds ``label_column``, starts with pandas' unnamed
+    index column, or numbers :data:`_NUMBERED_COLUMNS` or more columns from
+    0 (pandas' header of an unnamed frame). Fewer numbered columns, or
+    columns numbered from 1, above a row with a fraction are ambiguous (a
+    header, or a sample of small integers?) and refused. Otherwise a row
+    holding a number is a sample (its other cells get the errors any row's
+    would), and a row of no number is a header when it has a name
+    (:func:`_is_name`) above a number of the next row (a labels column
+    holds text on every row, header or not), or any name when there is no
+    next row of its width.
     """
     first = rows[0][1]
     second = rows[1][1] if len(rows) > 1 and len(rows[1][1]) == len(first) else None
-    if label_column in first or _numbers_the_columns(first, second):
+    if label_column in first or _pandas_index_header(first):
         return True
+    start = _numbered_columns(first)
+    if start == 0 and len(first) >= _NUMBERED_COLUMNS and second is not None:
+        return True
+    if start is not None and second is not None and any(
+            value is not None and not value.is_integer() for value in map(parse_real, second)):
+        raise ValueError(
+            f"line {rows[0][0]} reads {','.join(first)!r} above a line of fractions: column numbers (a header) "
+            "or a sample? Name the columns with letters (x1,x2,...), or save the table without a header "
+            "(pandas: to_csv(header=False))."
+        )
     if any(parse_real(field) is not None for field in first):
         return False
     if second is None:
@@ -117,13 +124,15 @@ def _shown(names):
 
 
 def _check_header(header):
+    if _pandas_index_header(header):
+        shown = f"is named {header[0]!r}" if header[0] else "has no name"
+        raise ValueError(
+            f"column 1 {shown} in the header line: pandas' index column; save the frame without its index "
+            "(to_csv(index=False)), or name the column and drop it from the features."
+        )
     for position, name in enumerate(header, start=1):
-        if not name or _PANDAS_UNNAMED.fullmatch(name):
-            shown = f"is named {name!r}" if name else "has no name"
-            raise ValueError(
-                f"column {position} {shown} in the header line: pandas' index column; name every column, "
-                "or save the frame without its index (to_csv(index=False))."
-            )
+        if not name:
+            raise ValueError(f"column {position} has no name in the header line; name every column.")
 
 
 def _label_position(header, label_column):
@@ -158,21 +167,28 @@ def _reads_as_float(text):
     return True
 
 
-def _not_a_number(number, fields, columns, names, label_column):
-    """The error about the first feature cell of a line that is not a number, with a hint where one is likely."""
+def _other_separator(fields):
+    """Whether a line read as ``fields`` is one field holding a semicolon, a tab or spaces between values."""
+    return len(fields) == 1 and bool(_OTHER_SEPARATOR.search(fields[0]))
+
+
+def _not_a_number(number, fields, columns, names, label_column, next_fields):
+    """The error about the first feature cell of a line that is not a number, with a hint where one is likely.
+
+    ``next_fields``: the next line's fields (None for the last line); a
+    cell that is text on both lines may be a labels column.
+    """
     position = next(position for position in columns if not _reads_as_float(fields[position]))
     cell = fields[position]
     hint = ""
-    if _OTHER_SEPARATOR.search(cell):
-        hint = (" (the fields seem separated by something else than commas: save the table with commas, "
-                "e.g. numpy.savetxt(path, X, delimiter=','))")
-    elif label_column is None and any(map(_is_name, names)):
-        hint = f" (if column {names[position]!r} holds the labels, pass --label-column {names[position]!r})"
-    elif label_column is None and _is_name(cell):
-        hint = (f" (if line {number} names the columns and this one holds the labels, pass --label-column "
-                f"{cell!r})")
+    text_below = next_fields is not None and not _reads_as_float(next_fields[position])
+    if _other_separator(fields):
+        hint = f" ({_SEPARATOR_HINT})"
+    elif label_column is None and text_below and _is_name(cell):
+        column = names[position] if any(map(_is_name, names)) else cell
+        hint = f" (if column {column!r} holds the labels, pass --label-column {column!r})"
     return ValueError(
-        f"line {number}, column {names[position]!r}: {fields[position][:40]!r} is not a number; "
+        f"line {number}, column {names[position]!r}: {cell[:40]!r} is not a number; "
         f"every column but the labels must hold numbers{hint}."
     )
 
@@ -182,13 +198,14 @@ def _features(data, columns, names, label_column):
     X = np.empty((len(data), len(columns)), dtype=np.float64)
     for row, (number, fields) in enumerate(data):
         cells = [fields[position] for position in columns]
+        next_fields = data[row + 1][1] if row + 1 < len(data) else None
         try:
             X[row] = [float(cell) for cell in cells]
         except ValueError:
-            raise _not_a_number(number, fields, columns, names, label_column) from None
+            raise _not_a_number(number, fields, columns, names, label_column, next_fields) from None
         joined = "".join(cells)
         if not joined.isascii() or "_" in joined:
-            raise _not_a_number(number, fields, columns, names, label_column)
+            raise _not_a_number(number, fields, columns, names, label_column, next_fields)
     return X
 
 
@@ -226,9 +243,10 @@ def read_feature_table(lines, label_column=None):
     width = len(rows[0][1])
     for number, fields in data:
         if len(fields) != width:
+            hint = f" ({_SEPARATOR_HINT})" if _other_separator(rows[0][1]) or _other_separator(fields) else ""
             raise ValueError(
                 f"line {number} has {len(fields)} fields but line {rows[0][0]} has {width}; every "
-                "line needs one field per column."
+                f"line needs one field per column{hint}."
             )
     names = header if header is not None else [str(position) for position in range(1, width + 1)]
     label_at = _label_position(header, label_column)

@@ -133,14 +133,15 @@ def _check_parameters(name, method, params):
 def _check_fitted(name, fitted, task):
     """A ValueError unless ``fitted`` is run_method's result (with its model) for the method ``name`` refines, on
     ``task``."""
+    if not name.endswith(CONFNET_SUFFIX):
+        raise ValueError(f"fitted is for a {CONFNET_SUFFIX.strip()!r} name, which refines a fit; {name!r} is none.")
+    base = name[: -len(CONFNET_SUFFIX)]
     keys = {"model", "seconds", "cpu_seconds", "method", "truth"}
-    base = name[: -len(CONFNET_SUFFIX)] if name.endswith(CONFNET_SUFFIX) else None
-    if not (isinstance(fitted, dict) and keys <= set(fitted)) or base is None or fitted["method"] != base:
+    if not (isinstance(fitted, dict) and keys <= set(fitted)) or fitted["method"] != base:
+        got = fitted.get("method", "no method") if isinstance(fitted, dict) else type(fitted).__name__
         raise ValueError(
-            f"fitted must be what run_method({base or 'the refined method'!r}, ..., return_model=True) returned, "
-            f"for a {CONFNET_SUFFIX.strip()!r} name refining that method; got "
-            f"{type(fitted).__name__ if not isinstance(fitted, dict) else fitted.get('method', 'no method')!r} "
-            f"for {name!r}."
+            f"fitted must be what run_method({base!r}, ..., return_model=True) returned, for {name!r} to refine; "
+            f"got {got!r}."
         )
     rows = np.shape(getattr(fitted["model"], "label_distributions_", None))
     truth = np.asarray(task.truth)[task.evaluation]
@@ -189,6 +190,8 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         raise ValueError(f"task must be a NoisyTask (from make_noisy_task), got {type(task).__name__}.")
     if fitted is not None:
         _check_fitted(name, fitted, task)
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"params must be a dict of parameter values, got {params!r}.")
     if params is not None and "random_state" in params:
         raise ValueError("params must not hold 'random_state': pass it as run_method's random_state.")
     gc.collect()
@@ -197,8 +200,6 @@ def run_method(name, X, task, graph, random_state, *, params=None, return_model=
         start = time.perf_counter() - fitted["seconds"]
         cpu_start = time.process_time() - fitted["cpu_seconds"]
     else:
-        if params is not None and not isinstance(params, dict):
-            raise ValueError(f"params must be a dict of parameter values, got {params!r}.")
         model = make_method(name, random_state, **(params or {}))
         features = task.subset(X)
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -409,16 +410,22 @@ def format_markdown(rows, metric="accuracy"):
     """
     if metric not in _TABLE_METRICS:
         raise ValueError(f"metric={metric!r} is not supported; allowed: {', '.join(map(repr, _TABLE_METRICS))}.")
+    rows = rows if isinstance(rows, dict) else list(rows)  # a generator is read more than once below
     if isinstance(rows, dict) or not all(isinstance(row, dict) for row in rows):
         raise ValueError("rows must be a list of dicts, as run_table returns them.")
     missing = [key for key in ("method", "noise_ratio", "seconds_mean") if any(key not in row for row in rows)]
     if missing:
         raise ValueError(f"every row needs {missing[0]!r} (rows as run_table returns them).")
+
+    def is_number(value):
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
     for row in rows:
-        values = [row["noise_ratio"], row["seconds_mean"], row.get(f"{metric}_mean"), row.get(f"{metric}_std")]
-        if not all(value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool))
-                   for value in values):
-            raise ValueError(f"row {row['method']!r} holds a value that is no number (rows as run_table returns them).")
+        optional = [row.get(f"{metric}_mean"), row.get(f"{metric}_std")]
+        if not (isinstance(row["method"], str) and is_number(row["noise_ratio"]) and is_number(row["seconds_mean"])
+                and all(value is None or is_number(value) for value in optional)):
+            raise ValueError(f"row {row['method']!r} holds a method that is no name or a value that is no number "
+                             "(rows as run_table returns them).")
     noise_ratios = sorted({row["noise_ratio"] for row in rows})
     methods = list(dict.fromkeys(row["method"] for row in rows if row["method"] != GRAPH_ROW))
     has_graph = any(row["method"] == GRAPH_ROW for row in rows)
