@@ -177,7 +177,7 @@ BAD = {
     "non-numeric feature": (lambda f: ["--features", _table(f, "t.csv", "a,b,c\n1,x,p\n"), "--label-column", "c"],
                             "line 2, column 'b': 'x' is not a number"),
     "ragged row": (lambda f: ["--features", _table(f, "r.csv", "a,b,c\n1,2,p\n1,q\n"), "--label-column", "c"],
-                   "line 3 has 2 fields but line 1 has 3"),
+                   "line 3 has 2 field(s) but line 1 has 3"),
     "pandas' unnamed index": (lambda f: ["--features", _table(f, "p.csv", ",0,1,c\n0,0.5,1,p\n"),
                                          "--label-column", "c"], "column 1 has no name"),
     "unnamed column": (lambda f: ["--features", _table(f, "u.csv", ",a,c\n0,1,p\n"), "--label-column", "c"],

@@ -154,14 +154,12 @@ def test_a_first_row_with_a_missing_or_malformed_value_is_a_sample_not_a_header(
 @pytest.mark.parametrize("cell", ["1_0", "\u0661"])
 def test_feature_cells_python_would_read_as_numbers_are_refused(cell):
     with pytest.raises(ValueError, match=f"line 2, column '2': '{cell}' is not a number"):
-        read_feature_table(["1,2", f"3,{cell}"])
+        read_feature_table(["1.5,2", f"3,{cell}"])
 
 
-def test_pandas_header_of_an_unnamed_frame_is_a_header_and_integer_samples_are_samples():
+def test_pandas_header_of_an_unnamed_frame_is_a_header():
     X, _ = read_feature_table(["0,1,2,3", "0.5,0.25,1,2", "3,4,5,6"])
     assert X.tolist() == [[0.5, 0.25, 1, 2], [3, 4, 5, 6]]
-    X, _ = read_feature_table(["1,2,3,4", "5,6,7,8"])  # numbered from 1 above integers: a sample
-    assert X.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]]
     with pytest.raises(ValueError, match="column 1 has no name.*to_csv"):  # with its unnamed index column
         read_feature_table([",0,1,2,3", "0,0.5,0.25,1,2"])
 
@@ -366,13 +364,33 @@ def test_graph_files_named_by_bytes_round_trip(tmp_path, two_clusters):
     assert (load_graph(path) != graph).nnz == 0
 
 
-@pytest.mark.parametrize("lines, rows", [
-    (["0,1,2,3", "0.5,0.25,1,2"], [[0.5, 0.25, 1, 2]]),  # pandas' header of 4 unnamed columns
-    (["1,2,3", "3,4,5"], [[1, 2, 3], [3, 4, 5]]),  # integer features: a sample
-    (["0,1", "0,1"], [[0, 1], [0, 1]]),
+@pytest.mark.parametrize("first, second", [
+    ("0,1,2", "0.5,0.25,1"), ("1,2", "0.5,0.25"), ("1,2,3,4", "0.5,0.25,1,2"),  # fractions below
+    ("1,2,3", "3,4,5"), ("0,1", "0,1"), ("0", "0.5"),  # integers below: small integer features, or a header?
 ])
-def test_numbered_first_lines_are_headers_from_four_columns_and_samples_above_integers(lines, rows):
-    assert read_feature_table(lines)[0].tolist() == rows
+def test_few_or_one_based_column_numbers_are_refused_as_ambiguous(first, second):
+    with pytest.raises(ValueError, match=f"line 1 reads '{first}': column numbers \\(a header\\) or a sample"):
+        read_feature_table([first, second, second])
+
+
+def test_a_labels_column_name_among_values_is_no_header():
+    lines = ["0.34,0.12,cat", "0.5,0.25,dog"]  # no header: following the old hint dropped the first sample
+    with pytest.raises(ValueError, match="add a header line that names the columns, e.g. x1,x2,label"):
+        read_feature_table(lines)
+    with pytest.raises(ValueError, match="line 1 holds --label-column 'cat' among values, so it is a sample"):
+        read_feature_table(lines, "cat")
+
+
+def test_a_blank_line_between_rows_is_refused_not_skipped():
+    X, _ = read_feature_table(["", "0.1", "0.2", ""])  # at the ends: nothing
+    assert X.tolist() == [[0.1], [0.2]]
+    with pytest.raises(ValueError, match="line 3 is blank between lines of data"):
+        read_feature_table(["0.1", "0.2", "", "0.3"])  # one column: a sample whose value is missing
+
+
+def test_numpy_savetxt_header_names_the_columns_for_the_label_column():
+    X, labels = read_feature_table(["# y,x1,x2", "cat,0.5,0.25", "dog,1,2"], "y")
+    assert X.tolist() == [[0.5, 0.25], [1, 2]] and labels.texts == ["cat", "dog"]
 
 
 @pytest.mark.parametrize("first, message", [
@@ -390,21 +408,16 @@ def test_a_first_row_with_a_number_is_a_sample_whatever_else_it_holds(first, mes
     ([",Unnamed: 0,0,1", "0,0,3,4", "1,1,6,7"], "column 1 has no name"),
 ])
 def test_pandas_index_columns_are_named_whatever_the_features_hold(lines, message):
-    expected = f"{message} in the header line: pandas' index column.*to_csv\\(index=False\\)"
+    expected = f"{message} in the header line: an index column.*to_csv\\(index=False\\).*row.names=FALSE"
     with pytest.raises(ValueError, match=expected):
         read_feature_table(lines)
-
-
-@pytest.mark.parametrize("first", ["0,1,2", "1,2", "1,2,3,4"])
-def test_few_or_one_based_column_numbers_above_fractions_are_refused_as_ambiguous(first):
-    with pytest.raises(ValueError, match=f"line 1 reads '{first}' above a line of fractions"):
-        read_feature_table([first, ",".join(["0.5"] * len(first.split(","))), ",".join(["1"] * len(first.split(",")))])
 
 
 @pytest.mark.parametrize("lines", [
     ["0.5;0.25;1", "3;4;5"], ["3.45e-01 8.21e-01", "1 2"], ["1\t2", "3\t4"],
     ["x0;x1;x2", "0.5;0.25;1"], ["x0\tx1", "1\t2"], ["# x0 x1", "1 2"],  # with a header line
     ["x0;x1", "0,5;0,3"],  # decimal commas: the field counts differ
+    ["1,5;2,5", "3,5;4,5"],
 ])
 def test_another_separator_than_commas_is_named(lines):
     with pytest.raises(ValueError, match="separated by something other than commas"):
@@ -413,8 +426,8 @@ def test_another_separator_than_commas_is_named(lines):
 
 def test_a_labels_column_in_a_numbered_header_gets_the_label_column_hint():
     lines = ["0,1,2,label", "0.5,0.25,1,cat", "0.5,0.5,1,dog"]
-    with pytest.raises(ValueError, match=r"'label' is not a number; .* \(if column 'label' holds the labels, pass "
-                                         r"--label-column 'label'\)\.$"):
+    with pytest.raises(ValueError, match=r"'label' is not a number; .* \(if column 4 holds the labels, add a header "
+                                         r"line .* and pass --label-column label\)\.$"):
         read_feature_table(lines)
     X, labels = read_feature_table(lines, "label")
     assert X.tolist() == [[0.5, 0.25, 1], [0.5, 0.5, 1]] and labels.texts == ["cat", "dog"]
@@ -448,12 +461,13 @@ def test_blank_lines_at_the_end_of_a_labels_file_are_named(tmp_path, capsys, unl
     assert status == 2 and f"holds {120 + extra} lines for 120 samples" in err and f"remove {extra} of" in err, err
 
 
-def test_a_named_header_line_and_an_unlabeled_last_sample_are_read_as_such(tmp_path, capsys):
+@pytest.mark.parametrize("header, names", [("label", True), ("# label", True), ("species", False)])
+def test_a_sure_header_line_and_an_unlabeled_last_sample_are_read_as_such(tmp_path, capsys, header, names):
     X, _, seeds = seeded_pool(120, 6, 3, 0)
     np.save(tmp_path / "X.npy", X)
-    texts = ["" if seed < 0 else "abcd"[seed] for seed in seeds]
-    assert texts[-1] == ""
-    (tmp_path / "y.txt").write_text("label\n" + "".join(f"{text}\n" for text in texts))
+    texts = ["" if seed < 0 else ("abcd"[seed] if names else str(seed)) for seed in seeds]
+    assert texts[-1] == ""  # a header name we know, or any name above integer labels: surely a header
+    (tmp_path / "y.txt").write_text(f"{header}\n" + "".join(f"{text}\n" for text in texts))
     status, out, err = run(["propagate", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
                             "--unlabeled", "", "--out", tmp_path / "r.npz", "--neighbors", 10], capsys)
     assert status == 0 and f"propagated {np.count_nonzero(seeds >= 0)} seed labels" in out, err

@@ -150,23 +150,28 @@ def _drop_header(texts, n_samples, marker):
 def _refuse_extra_blank_lines(lines, n_samples, where):
     """A ValueError when ``lines`` are more than the samples and end in blank lines (unlabeled samples, each).
 
-    One line more is a header line when the first is a known header name
-    (:data:`LABEL_COLUMN_NAMES`, ``# `` allowed): otherwise a file of names
-    ending in one blank line too many would lose its first label as a
-    "header" and shift every other label by one.
+    One line more is fine when line 1 is surely a header: a known header
+    name (:data:`LABEL_COLUMN_NAMES`, ``# `` allowed), or no integer above
+    integer labels. Otherwise a file of names ending in one blank line too
+    many would lose its first label as a "header" and shift every other
+    label by one.
     """
     blank_end = next((count for count, text in enumerate(reversed(lines)) if text), len(lines))
     if not blank_end or len(lines) <= n_samples:
         return
-    named_header = lines[0].lower().removeprefix("# ").strip() in LABEL_COLUMN_NAMES
-    if len(lines) == n_samples + 1 and named_header:
+    labels = [text for text in lines[1:] if text]
+    header = (lines[0].lower().removeprefix("# ").strip() in LABEL_COLUMN_NAMES
+              or (parse_integer(lines[0]) is None and bool(labels) and all(map(_is_integer_text, labels))))
+    if len(lines) == n_samples + 1 and header:
         return
-    extra = len(lines) - n_samples - int(named_header)
-    raise ValueError(
-        f"{where}: holds {len(lines)} lines for {n_samples} samples and ends with {blank_end} blank line(s), "
-        f"each an unlabeled sample: remove {extra} of the blank lines at its end (or, if line 1 is a header, "
-        "name it 'label')."
-    )
+    found = f"{where}: holds {len(lines)} lines for {n_samples} samples and ends with {blank_end} blank line(s)"
+    if header:
+        raise ValueError(f"{found} after its header line; remove {len(lines) - n_samples - 1} of the blank lines "
+                         "at the end (each blank line is an unlabeled sample).")
+    fix = f"remove {len(lines) - n_samples} of the blank lines at the end (each blank line is an unlabeled sample)"
+    if len(lines) == n_samples + 1:
+        raise ValueError(f"{found}: if line 1 is a header, name it 'label'; if it is a label, {fix}.")
+    raise ValueError(f"{found}; {fix}, and if line 1 is a header, name it 'label'.")
 
 
 def _label_texts(path, option):

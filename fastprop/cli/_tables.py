@@ -22,8 +22,8 @@ from ._numbers import parse_real
 _SHOWN_COLUMNS = 8
 #: pandas' name for an unnamed column it read back (a saved index, saved again).
 _PANDAS_UNNAMED = re.compile(r"Unnamed: [0-9]+")
-#: Values separated by a semicolon, a tab or spaces in what was read as one comma-separated field.
-_OTHER_SEPARATOR = re.compile(r"\S(\s+|;)\S|;")
+#: Values separated by tabs or spaces in what was read as one comma-separated field.
+_OTHER_SEPARATOR = re.compile(r"\S\s+\S")
 _SEPARATOR_HINT = ("the fields seem separated by something other than commas: save the table with commas, "
                    "e.g. numpy.savetxt(path, X, delimiter=',') or pandas' to_csv(path)")
 
@@ -37,10 +37,24 @@ class LabelColumn(NamedTuple):
 
 
 def _rows(lines):
-    """``(line number, stripped fields)`` of every line that is not blank."""
-    for number, row in enumerate(csv.reader(lines), start=1):
-        if row:
-            yield number, [field.strip() for field in row]
+    """``(line number, stripped fields)`` of every line; blank lines at the start and the end are left out.
+
+    A blank line between two others is refused: in a table of one column it
+    is a sample whose value is missing, and skipping it would shift every
+    later row (a labels file then pairs its labels with the wrong samples).
+    """
+    rows = [(number, [field.strip() for field in row]) for number, row in enumerate(csv.reader(lines), start=1)]
+    filled = [position for position, (_, fields) in enumerate(rows) if fields]
+    if not filled:
+        return []
+    rows = rows[filled[0]:filled[-1] + 1]
+    blank = next((number for number, fields in rows if not fields), None)
+    if blank is not None:
+        raise ValueError(
+            f"line {blank} is blank between lines of data; remove it, or write its values (nan for a missing "
+            "one) if it is a sample."
+        )
+    return rows
 
 
 #: Texts that stand for a missing or non-finite value, not for a column's name (pandas' ``na_values`` among them).
@@ -49,7 +63,7 @@ _MISSING_VALUES = frozenset({
     "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity",
 })
 #: A first line numbering at least this many columns 0, 1, 2, ... is pandas' header of an unnamed frame, not a
-#: sample, whatever the next line holds; fewer (or 1, 2, 3, ...) only above a line with a fraction.
+#: sample; fewer, or numbered from 1, it is ambiguous and refused.
 _NUMBERED_COLUMNS = 4
 
 
@@ -76,40 +90,51 @@ def _pandas_index_header(first):
 
 
 def _numbered_columns(first):
-    """``0`` or ``1`` when ``first`` numbers its columns from there (``0,1,2,...``), else None."""
+    """``0`` or ``1`` when ``first`` numbers its columns from there (``0,1,2,...``; ``0`` alone too), else None."""
     for start in (0, 1):
-        if len(first) >= 2 and first == [str(start + position) for position in range(len(first))]:
-            return start
+        if first and first == [str(start + position) for position in range(len(first))]:
+            return start if (start == 0 or len(first) > 1) else None
     return None
 
 
 def _has_header(rows, label_column):
-    """Whether the first row names the columns.
+    """Whether the first row names the columns (numpy.savetxt's ``# `` before them dropped in place).
 
-    It does when it holds ``label_column``, starts with pandas' unnamed
-    index column, or numbers :data:`_NUMBERED_COLUMNS` or more columns from
-    0 (pandas' header of an unnamed frame). Fewer numbered columns, or
-    columns numbered from 1, above a row with a fraction are ambiguous (a
-    header, or a sample of small integers?) and refused. Otherwise a row
-    holding a number is a sample (its other cells get the errors any row's
-    would), and a row of no number is a header when it has a name
+    It does when it holds ``label_column`` (its other fields names, or
+    numbers counting the columns), starts with pandas' or R's unnamed index
+    column, or numbers :data:`_NUMBERED_COLUMNS` or more columns ``0,1,2,...``
+    (pandas' header of an unnamed frame). Fewer numbered columns, or columns
+    numbered from 1, are ambiguous (a header, or a sample of small
+    integers?) and refused, as is ``label_column`` among values. Otherwise a
+    row holding a number is a sample (its other cells get the errors any
+    row's would), and a row of no number is a header when it has a name
     (:func:`_is_name`) above a number of the next row (a labels column
     holds text on every row, header or not), or any name when there is no
     next row of its width.
     """
     first = rows[0][1]
-    second = rows[1][1] if len(rows) > 1 and len(rows[1][1]) == len(first) else None
-    if label_column in first or _pandas_index_header(first):
+    if first and first[0].startswith("# "):  # numpy.savetxt(..., header="x1,x2,label")
+        first[0] = first[0][2:].strip()
         return True
+    second = rows[1][1] if len(rows) > 1 and len(rows[1][1]) == len(first) else None
+    if _pandas_index_header(first):
+        return True
+    if label_column in first:
+        others = [field for field in first if field != label_column]
+        if all(map(_is_name, others)) or _numbered_columns(others) is not None:
+            return True
+        raise ValueError(
+            f"line {rows[0][0]} holds --label-column {label_column!r} among values, so it is a sample, not a "
+            f"header; add a header line that names the columns (e.g. x1,x2,{label_column})."
+        )
     start = _numbered_columns(first)
     if start == 0 and len(first) >= _NUMBERED_COLUMNS and second is not None:
         return True
-    if start is not None and second is not None and any(
-            value is not None and not value.is_integer() for value in map(parse_real, second)):
+    if start is not None and second is not None:
         raise ValueError(
-            f"line {rows[0][0]} reads {','.join(first)!r} above a line of fractions: column numbers (a header) "
-            "or a sample? Name the columns with letters (x1,x2,...), or save the table without a header "
-            "(pandas: to_csv(header=False))."
+            f"line {rows[0][0]} reads {','.join(first)!r}: column numbers (a header) or a sample? Name the "
+            "columns with letters (x1,x2,...), or save the table without a header (pandas: "
+            "to_csv(header=False))."
         )
     if any(parse_real(field) is not None for field in first):
         return False
@@ -127,8 +152,9 @@ def _check_header(header):
     if _pandas_index_header(header):
         shown = f"is named {header[0]!r}" if header[0] else "has no name"
         raise ValueError(
-            f"column 1 {shown} in the header line: pandas' index column; save the frame without its index "
-            "(to_csv(index=False)), or name the column and drop it from the features."
+            f"column 1 {shown} in the header line: an index column (pandas' or R's row names); save the table "
+            "without it (pandas: to_csv(index=False); R: write.csv(row.names=FALSE)), or, if line 1 is a "
+            "sample with a missing first value, write nan there."
         )
     for position, name in enumerate(header, start=1):
         if not name:
@@ -168,8 +194,8 @@ def _reads_as_float(text):
 
 
 def _other_separator(fields):
-    """Whether a line read as ``fields`` is one field holding a semicolon, a tab or spaces between values."""
-    return len(fields) == 1 and bool(_OTHER_SEPARATOR.search(fields[0]))
+    """Whether a line read as ``fields`` holds a semicolon, or is one field with tabs or spaces between values."""
+    return any(";" in field for field in fields) or (len(fields) == 1 and bool(_OTHER_SEPARATOR.search(fields[0])))
 
 
 def _not_a_number(number, fields, columns, names, label_column, next_fields):
@@ -185,8 +211,12 @@ def _not_a_number(number, fields, columns, names, label_column, next_fields):
     if _other_separator(fields):
         hint = f" ({_SEPARATOR_HINT})"
     elif label_column is None and text_below and _is_name(cell):
-        column = names[position] if any(map(_is_name, names)) else cell
-        hint = f" (if column {column!r} holds the labels, pass --label-column {column!r})"
+        if any(map(_is_name, names)):
+            hint = f" (if column {names[position]!r} holds the labels, pass --label-column {names[position]!r})"
+        else:
+            hint = (f" (if column {position + 1} holds the labels, add a header line that names the columns, e.g. "
+                    f"{','.join(f'x{column}' for column in range(1, len(fields)))},label, and pass "
+                    "--label-column label)")
     return ValueError(
         f"line {number}, column {names[position]!r}: {cell[:40]!r} is not a number; "
         f"every column but the labels must hold numbers{hint}."
@@ -245,7 +275,7 @@ def read_feature_table(lines, label_column=None):
         if len(fields) != width:
             hint = f" ({_SEPARATOR_HINT})" if _other_separator(rows[0][1]) or _other_separator(fields) else ""
             raise ValueError(
-                f"line {number} has {len(fields)} fields but line {rows[0][0]} has {width}; every "
+                f"line {number} has {len(fields)} field(s) but line {rows[0][0]} has {width}; every "
                 f"line needs one field per column{hint}."
             )
     names = header if header is not None else [str(position) for position in range(1, width + 1)]

@@ -133,7 +133,7 @@ def _check_parameters(name, method, params):
 def _check_fitted(name, fitted, task):
     """A ValueError unless ``fitted`` is run_method's result (with its model) for the method ``name`` refines, on
     ``task``."""
-    if not name.endswith(CONFNET_SUFFIX):
+    if not isinstance(name, str) or not name.endswith(CONFNET_SUFFIX):
         raise ValueError(f"fitted is for a {CONFNET_SUFFIX.strip()!r} name, which refines a fit; {name!r} is none.")
     base = name[: -len(CONFNET_SUFFIX)]
     keys = {"model", "seconds", "cpu_seconds", "method", "truth"}
