@@ -1,11 +1,14 @@
 """Features in a CSV table: one sample per line, a column per feature, optionally a labels column.
 
-The first line is a header when it names the labels column, starts with
-pandas' unnamed index column, numbers four or more columns ``0,1,2,...`` (pandas'
-header of an unnamed frame), or holds no number and a name above a number of
-the second line (any name when no second line of its width follows); a
-missing value (``nan``, ``NA``) or a malformed number (``1_0``) is no name.
-Fewer numbered columns above a line of fractions are refused as ambiguous. A labels
+The first line is a header when it starts with ``# `` (numpy.savetxt's
+``header=``), names the labels column among names, starts with an unnamed
+index column (pandas', R's: then refused, saying how to save without it),
+numbers four or more columns ``0,1,2,...`` (pandas' header of an unnamed
+frame), or holds no number and a name above a number of the second line (any
+name when no second line of its width follows); a missing value (``nan``,
+``NA``) or a malformed number (``1_0``) is no name. Fewer numbered columns, or
+columns numbered from 1, are refused as ambiguous, as are blank lines between
+rows (a missing sample of a one-column table). A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
 the caller prefixes the option and the file.
@@ -85,7 +88,7 @@ def _is_name(field):
 
 
 def _pandas_index_header(first):
-    """Whether ``first`` begins with pandas' unnamed index column (``""``, or ``Unnamed: 0`` when saved again)."""
+    """Whether ``first`` begins with an unnamed index column (pandas' or R's ``""``; ``Unnamed: 0`` saved again)."""
     return len(first) > 1 and (first[0] == "" or bool(_PANDAS_UNNAMED.fullmatch(first[0])))
 
 
