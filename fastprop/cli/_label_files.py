@@ -243,10 +243,10 @@ def _index_column(header, where, line):
 def load_validation(path, labels, option="--validation"):
     """``(indices, labels)`` from a CSV of ``index,label`` lines (optional header).
 
-    A header (the first line that is not blank, when it starts with a letter,
-    after numpy.savetxt's "# ", and its second field is no integer) may name the columns in either order
-    (``label,index``: :data:`INDEX_COLUMN_NAMES`,
-    :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
+    A header (the first line that is not blank, when it starts with a
+    letter, after numpy.savetxt's "# ", and its second field is no integer)
+    may name the columns in either order (``label,index``:
+    :data:`INDEX_COLUMN_NAMES`, :data:`LABEL_COLUMN_NAMES`); without one, or with names neither knows,
     the index comes first. ``labels`` (:class:`SeedLabels`) are the seeds
     given to ``fit``; the pairs are checked against them: indices in range
     and unlabeled, labels among the classes or the marker (a known outlier;
