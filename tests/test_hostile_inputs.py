@@ -20,6 +20,7 @@ from cli_support import run, seeded_pool
 from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
 from fastprop._files import read_npy, write_atomically
 from fastprop.baselines import SGC
+from fastprop.cli._label_files import load_labels
 from fastprop.cli._tables import read_feature_table
 from fastprop.evaluation.benchmark import GRAPH_ROW, format_markdown, run_method, run_table
 from fastprop.evaluation.datasets import make_noisy_mixture
@@ -514,3 +515,68 @@ def test_an_output_name_ending_in_a_slash_is_refused_before_any_work(tmp_path, c
     np.save(tmp_path / "X.npy", X)
     status, out, err = run(["graph", "--features", tmp_path / "X.npy", "--out", f"{tmp_path / 'g.npz'}/"], capsys)
     assert status == 2 and out == "" and err.startswith("fastprop: error: --out ") and "names no file" in err
+
+
+# ------------------------------------------------ random tables and label files: read right, or refused
+
+
+def _random_table(rng):
+    """The lines of a random table as a writer would save it, and the values it holds."""
+    n_rows, n_columns = int(rng.integers(1, 6)), int(rng.integers(1, 7))
+    kind = rng.choice(["float", "int", "small", "onehot"])
+    if kind == "float":
+        X = np.round(rng.normal(size=(n_rows, n_columns)), 3)
+    elif kind == "onehot":
+        X = np.eye(max(n_rows, n_columns))[:n_rows, :n_columns]
+    else:
+        X = rng.integers(0, 4 if kind == "small" else 50, size=(n_rows, n_columns)).astype(float)
+    style = rng.choice(["%g", "%d", "%.3e"])
+    cells = [[f"{int(value)}" if style == "%d" and value.is_integer() else ("%g" if style == "%d" else style) % value
+              for value in row] for row in X]
+    header = rng.choice(["none", "names", "pandas", "savetxt", "index"])
+    lines = {"none": [], "names": [",".join(f"x{j}" for j in range(n_columns))],
+             "pandas": [",".join(str(j) for j in range(n_columns))],
+             "savetxt": ["# " + ",".join(f"x{j}" for j in range(n_columns))],
+             "index": ["," + ",".join(f"x{j}" for j in range(n_columns))]}[header]
+    lines += [(f"{k}," if header == "index" else "") + ",".join(row) for k, row in enumerate(cells)]
+    return (["", *lines, ""] if rng.random() < 0.2 else lines), X, header
+
+
+def test_random_tables_are_read_right_or_refused():
+    rng = np.random.default_rng(0)
+    read = {}
+    for _ in range(2000):
+        lines, X, header = _random_table(rng)
+        try:
+            got, _ = read_feature_table(lines)
+        except ValueError:
+            assert header not in ("names", "savetxt"), lines  # a header of names is never refused
+            continue
+        np.testing.assert_allclose(got, X, atol=1e-2, err_msg=str(lines))
+        read[str(header)] = read.get(str(header), 0) + 1
+    # most files of each writer are read (pandas' 1-3 numbered columns are refused as ambiguous; index columns always)
+    assert min(read["names"], read["savetxt"], read["none"]) > 300 and read["pandas"] > 150 and "index" not in read
+
+
+def test_random_label_files_are_read_right_or_refused(tmp_path):
+    rng = np.random.default_rng(1)
+    read = 0
+    for _ in range(400):
+        n_samples, names = int(rng.integers(2, 9)), bool(rng.random() < 0.5)
+        seeds = rng.integers(-1, 3, size=n_samples)
+        seeds[0], seeds[-1] = max(seeds[0], 0), -1
+        texts = [("" if seed < 0 else "abc"[seed]) if names else ("" if seed < 0 else str(seed)) for seed in seeds]
+        header = rng.choice(["", "label", "species", "# label"])
+        extra = int(rng.choice([0, 0, 1, 2]))
+        path = tmp_path / "y.txt"
+        path.write_text("".join(f"{text}\n" for text in ([header] if header else []) + texts) + "\n" * extra)
+        marker = "" if names else "-1"
+        try:
+            labels = load_labels(path, n_samples, marker)
+        except ValueError:
+            continue
+        assert extra == 0  # a blank line too many is never read as a sample
+        expected = [text if text else marker for text in texts]
+        assert [str(value) for value in labels.y.tolist()] == expected, path.read_text()
+        read += 1
+    assert read > 150
