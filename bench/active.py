@@ -47,9 +47,7 @@ def picks(indicator, model, task, n, rng, X_task):
         distributions = SGC().fit(X_task, task.y, graph=model.graph_).label_distributions_[candidates]
         entropy = -np.sum(distributions * np.log(np.maximum(distributions, 1e-300)), axis=1)
         return candidates[np.argsort(-entropy, kind="stable")[:n]]
-    strategy = indicator.split(",")[0]
-    chosen = model.suggest_annotations(n + task.validation[0].size, strategy=strategy)
-    return chosen[~np.isin(chosen, task.validation[0])][:n]  # validation samples are not annotated twice
+    return model.suggest_annotations(n, strategy=indicator.split(",")[0])  # never a validation sample
 
 
 def refit(X_task, task, chosen, graph, seed, give_outliers):

@@ -597,6 +597,8 @@ class FastProp(TransductiveEstimator):
         self.n_training_patches_ = found.n_training_patches
         self.labeled_ = labeled
         self.known_outliers_ = known_outliers
+        # samples of known truth: suggest_annotations never asks for them
+        self._validation_samples = np.empty(0, dtype=np.int64) if validation is None else validation[0].copy()
         self.graph_ = graph
         self.timings_ = timings
         agreeing, new_points = (final, None) if calibrated is None else calibrated
@@ -698,7 +700,8 @@ class FastProp(TransductiveEstimator):
         ----------
         n : int
             How many (at most the number of candidates: unlabeled samples
-            that are not known outliers).
+            that are neither known outliers nor samples of the fit's
+            validation set, whose truth is known already).
         strategy : {"boundary", "lowest"}, default="boundary"
             ``"boundary"``: the confidence closest to ``outlier_threshold_``,
             where the decision in / out is least sure; ``"lowest"``: the

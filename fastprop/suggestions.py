@@ -24,19 +24,20 @@ ANNOTATION_STRATEGIES = ("boundary", "lowest")
 def suggested_samples(model, n, strategy):
     """Indices of ``n`` unlabeled samples of a fitted FastProp, most useful first.
 
-    Candidates are the unlabeled samples that are not known outliers, ranked
-    by ``strategy`` (ties by index); a candidate adjacent in ``model.graph_``
-    to one already taken is passed over while others remain, then taken in
-    rank order.
+    Candidates are the unlabeled samples that are neither known outliers nor
+    validation samples (their truth is known), ranked by ``strategy`` (ties
+    by index); a candidate adjacent in ``model.graph_`` to one already taken
+    is passed over while others remain, then taken in rank order.
     """
     check_choice("strategy", strategy, ANNOTATION_STRATEGIES)
     confidence = model.confidence_
-    candidates = np.setdiff1d(np.flatnonzero(~model.labeled_), model.known_outliers_)
+    known = np.union1d(model.known_outliers_, model._validation_samples)
+    candidates = np.setdiff1d(np.flatnonzero(~model.labeled_), known)
     n = check_integer("n", n, low=0)
     if n > candidates.size:
         raise ValueError(
-            f"n={n} is more than the {candidates.size} samples that can be suggested (unlabeled and not "
-            "known outliers); ask for fewer."
+            f"n={n} is more than the {candidates.size} samples that can be suggested (unlabeled, not known "
+            "outliers and not in the validation set); ask for fewer."
         )
     if strategy == "boundary":
         key = np.abs(confidence[candidates] - model.outlier_threshold_)

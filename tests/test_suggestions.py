@@ -100,3 +100,24 @@ def test_bad_outliers_say_what_is_wrong(fitted):
         FastProp().fit(X, y, outliers=[200], validation=([200], [-1]))
     with pytest.raises(ValueError, match="outliers must be distinct"):
         FastProp().fit(X, y, outliers=[200, 200])
+
+
+@pytest.mark.parametrize("strategy", ["boundary", "lowest"])
+def test_validation_samples_are_never_suggested(strategy):
+    X, y, truth = data()
+    unlabeled = np.flatnonzero(y < 0)
+    validation = unlabeled[::9]
+    model = FastProp(n_neighbors=8, random_state=0).fit(X, y, validation=(validation, truth[validation]))
+    candidates = np.setdiff1d(unlabeled, validation)
+    key = (np.abs(model.confidence_ - model.outlier_threshold_) if strategy == "boundary" else model.confidence_)
+    ranked = candidates[np.argsort(key[candidates], kind="stable")]
+    dense = model.graph_.toarray() > 0
+    expected = []
+    for sample in ranked:  # the rule by hand, over the samples whose truth is not known
+        if not any(dense[sample, other] for other in expected):
+            expected.append(sample)
+        if len(expected) == 10:
+            break
+    assert_array_equal(model.suggest_annotations(10, strategy=strategy), expected)
+    with pytest.raises(ValueError, match=f"more than the {candidates.size} samples .* not in the validation set"):
+        model.suggest_annotations(candidates.size + 1, strategy=strategy)
