@@ -374,6 +374,13 @@ def test_few_or_one_based_column_numbers_are_refused_as_ambiguous(first, second)
         read_feature_table([first, second, second])
 
 
+def test_numbers_naming_the_columns_above_fractions_are_refused_as_ambiguous():
+    with pytest.raises(ValueError, match="holds increasing integers \\(400,410,420\\) above a line of fractions"):
+        read_feature_table(["400,410,420", "0.5,0.25,0.125", "0.1,0.2,0.3"])
+    X, _ = read_feature_table(["400,410,420", "3,2,1"])  # above integers: two samples
+    assert X.tolist() == [[400, 410, 420], [3, 2, 1]]
+
+
 def test_a_labels_column_name_among_values_is_no_header():
     lines = ["0.34,0.12,cat", "0.5,0.25,dog"]  # no header: following the old hint dropped the first sample
     with pytest.raises(ValueError, match="add a header line that names the columns, e.g. x1,x2,label"):

@@ -7,8 +7,9 @@ numbers four or more columns ``0,1,2,...`` (pandas' header of an unnamed
 frame), or holds no number and a name above a number of the second line (any
 name when no second line of its width follows); a missing value (``nan``,
 ``NA``) or a malformed number (``1_0``) is no name. Fewer numbered columns, or
-columns numbered from 1, are refused as ambiguous, as are blank lines between
-rows (a missing sample of a one-column table). A labels
+columns numbered from 1, or increasing integers above fractions, are refused
+as ambiguous, as are blank lines between rows (a missing sample of a
+one-column table). A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
 every other column must hold numbers. Messages name the line and the column;
 the caller prefixes the option and the file.
@@ -100,6 +101,12 @@ def _numbered_columns(first):
     return None
 
 
+def _increasing_integers(fields):
+    """Whether ``fields`` are two or more plain integers, each larger than the one before."""
+    values = [int(field) if field.lstrip("-").isdigit() and field.isascii() else None for field in fields]
+    return len(values) > 1 and None not in values and all(a < b for a, b in zip(values, values[1:]))
+
+
 def _has_header(rows, label_column):
     """Whether the first row names the columns (numpy.savetxt's ``# `` before them dropped in place).
 
@@ -108,7 +115,9 @@ def _has_header(rows, label_column):
     column, or numbers :data:`_NUMBERED_COLUMNS` or more columns ``0,1,2,...``
     (pandas' header of an unnamed frame). Fewer numbered columns, or columns
     numbered from 1, are ambiguous (a header, or a sample of small
-    integers?) and refused, as is ``label_column`` among values. Otherwise a
+    integers?) and refused, as is ``label_column`` among values, and so are
+    increasing integers above a line of fractions (wavelengths or years
+    naming the columns, or a sample?). Otherwise a
     row holding a number is a sample (its other cells get the errors any
     row's would), and a row of no number is a header when it has a name
     (:func:`_is_name`) above a number of the next row (a labels column
@@ -138,6 +147,13 @@ def _has_header(rows, label_column):
             f"line {rows[0][0]} reads {','.join(first)!r}: column numbers (a header) or a sample? Name the "
             "columns with letters (x1,x2,...), or save the table without a header (pandas: "
             "to_csv(header=False))."
+        )
+    if second is not None and _increasing_integers(first) and any(
+            value is not None and not value.is_integer() for value in map(parse_real, second)):
+        raise ValueError(
+            f"line {rows[0][0]} holds increasing integers ({','.join(first)[:40]}) above a line of fractions: "
+            "numbers naming the columns (wavelengths, years) or a sample? Name the columns with letters (x400,...), "
+            "or save the table without a header."
         )
     if any(parse_real(field) is not None for field in first):
         return False
