@@ -9,7 +9,7 @@ that every method normalises the same graph the same way.
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.csr import scale_rows
+from ._kernels.csr import has_symmetric_weights, scale_rows
 from ._kernels.walk import inverse_closed_degree, walk_rows
 from .rows import float64_scaled_rows
 from .sharing import ThreadSharingBySize
@@ -85,6 +85,16 @@ class RandomWalk:
         self.graph = graph
         self.inverse_degree = np.empty(graph.shape[0])
         inverse_closed_degree(graph.indptr, graph.data, self.inverse_degree)
+        self._symmetric = None
+
+    @property
+    def symmetric(self):
+        """Whether the graph's weights are symmetric: then ``S^T = D~ S D~^-1`` (checked once, O(nnz))."""
+        if self._symmetric is None:
+            graph = self.graph  # the kernel's binary search needs sorted rows (``check_graph``'s are)
+            self._symmetric = bool(graph.has_sorted_indices
+                                   and has_symmetric_weights(graph.indptr, graph.indices, graph.data))
+        return self._symmetric
 
     def smooth(self, values, rows=None, depth=1, row_scale=None):
         """Rows ``rows`` of ``(D~^-1 (W + I))^depth @ diag(row_scale) @ values``, in float64.

@@ -84,21 +84,45 @@ def left_out_reach(walk, sources):
         In [0, REACH_DECAY / (1 - REACH_DECAY)].
     """
     sources = np.asarray(sources, dtype=np.int64)
+    marked = np.zeros(walk.graph.shape[0], dtype=bool)
+    marked[sources] = True
+    reach = seed_reach(walk, marked)
+    reach[sources] -= _returns(walk, sources)
+    return np.maximum(reach, 0.0)  # rounding only: each source's own part is one of the terms of its sum
+
+
+def _returns(walk, sources):
+    """Each source's walks back to itself, ``sum_k REACH_DECAY^k (S^k)_ii`` for ``k = 1..REACH_STEPS``.
+
+    The sources' columns of ``S^k`` are walked a block of
+    :data:`SOURCE_BLOCK` at a time. On a graph with symmetric weights
+    ``S^T = D~ S D~^-1`` (``D~`` the closed degrees), so ``(S^(a+b))_ii =
+    sum_l d_l (S^a e_i)_l (S^b e_i)_l / d_i``: walks of ``REACH_STEPS / 2``
+    steps give every term, half the steps of reading the diagonal off
+    walks of ``REACH_STEPS``, which a graph with asymmetric weights takes.
+    """
     n_samples = walk.graph.shape[0]
-    reach = np.zeros(n_samples)
-    own = np.zeros(sources.size)
-    # The sources' walks column by column, a block at a time: their sum is the reach, their diagonal the own part.
+    returns = np.zeros(sources.size)
+    halves = walk.symmetric
+    n_steps = (REACH_STEPS + 1) // 2 if halves else REACH_STEPS
+    degree = 1.0 / walk.inverse_degree
     for begin in range(0, sources.size, SOURCE_BLOCK):
         block = sources[begin : begin + SOURCE_BLOCK]
         columns = np.arange(block.size)
+        own = returns[begin : begin + block.size]
         walked = np.zeros((n_samples, block.size))
         walked[block, columns] = 1.0
-        for step in range(1, REACH_STEPS + 1):
-            walked = walk.smooth(walked, None, 1)
-            reach += REACH_DECAY**step * walked.sum(axis=1)
-            own[begin : begin + block.size] += REACH_DECAY**step * walked[block, columns]
-    reach[sources] -= own
-    return np.maximum(reach, 0.0)  # rounding only: each source's own part is one of the terms of its sum
+        for step in range(1, n_steps + 1):
+            previous, walked = walked, walk.smooth(walked, None, 1)
+            if not halves:
+                own += REACH_DECAY**step * walked[block, columns]
+                continue
+            # the terms k = 2 step - 1 (S^(step-1) e_i against S^step e_i) and k = 2 step (S^step e_i twice)
+            for power, earlier in ((2 * step - 1, previous), (2 * step, walked)):
+                if power <= REACH_STEPS:
+                    products = np.einsum("ij,ij,i->j", earlier, walked, degree)
+                    own += REACH_DECAY**power * products * walk.inverse_degree[block]
+    return returns
 
 
 def in_class_reach(walk, seeds, sources):

@@ -129,12 +129,16 @@ def two_seeded_clusters_and_an_unseeded_one(seed=0, n_per=80):
     return X, y, truth, validation
 
 
+#: The walks' length in :func:`reference_reach` (fastprop's ``REACH_STEPS``, written out independently).
+REFERENCE_REACH_STEPS = 10
+
+
 def reference_reach(graph, seeds):
-    """The seeds' reach by SciPy: sum_k 0.9^k S^k 1_seeds, k = 1..10, S = D~^-1 (W + I)."""
+    """The seeds' reach by SciPy: sum_k 0.9^k S^k 1_seeds, k = 1..REFERENCE_REACH_STEPS, S = D~^-1 (W + I)."""
     closed = sp.csr_matrix(graph, dtype=np.float64) + sp.identity(graph.shape[0])
     walk = sp.diags(1 / np.asarray(closed.sum(axis=1)).ravel()) @ closed
     walked, reach = seeds.astype(np.float64), np.zeros(graph.shape[0])
-    for step in range(1, 11):
+    for step in range(1, REFERENCE_REACH_STEPS + 1):
         walked = walk @ walked
         reach += 0.9**step * walked
     return reach

@@ -45,6 +45,49 @@ def test_left_out_reach_leaves_each_source_s_own_walks_out(n_sources):
     assert np.median(reach[truth < 0]) > 10 * np.median(reach[truth >= 0])
 
 
+@pytest.mark.parametrize("odd_steps", [False, True])
+def test_left_out_reach_on_asymmetric_weights_and_an_odd_step_count(odd_steps, monkeypatch):
+    # The symmetric graph's half-length walks (S^T = D S D^-1) and the asymmetric graph's full ones agree
+    # with one walk a source; an odd REACH_STEPS leaves the half-length walks one term short of a pair.
+    if odd_steps:
+        monkeypatch.setattr("fastprop.graph_signals.REACH_STEPS", REACH_STEPS - 1)
+        monkeypatch.setattr("reference.REFERENCE_REACH_STEPS", REACH_STEPS - 1)
+    X, y, truth, _ = mixture()
+    graph = build_knn_graph(X, 10, method="exact")
+    rng = np.random.default_rng(0)
+    asymmetric = sp.csr_matrix(sp.diags(rng.uniform(0.5, 2.0, graph.shape[0])) @ graph)
+    sources = np.flatnonzero(truth < 0)[: SOURCE_BLOCK + 3]
+    for weights, symmetric in ((graph, True), (asymmetric, False)):
+        walk = RandomWalk(weights)
+        assert walk.symmetric == symmetric
+        assert_allclose(left_out_reach(walk, sources), reference_left_out_reach(weights, sources),
+                        rtol=1e-10, atol=1e-15)
+
+
+def test_symmetric_weights_are_told_as_scipy_tells_them():
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        n = int(rng.integers(1, 40))
+        upper = sp.random(n, n, density=rng.uniform(0.05, 0.5), random_state=rng, format="csr")
+        upper.data = np.ceil(upper.data * 4)  # few distinct weights: a changed one may meet an equal one
+        matrix = sp.csr_matrix(upper + upper.T if trial % 3 else upper)  # the diagonal too, now and then
+        if trial % 2 and matrix.nnz:
+            changed = rng.choice(matrix.nnz, size=int(rng.integers(1, 3)), replace=False)
+            matrix.data[changed] = np.ceil(rng.uniform(0, 4, changed.size))  # weights changed, or entries dropped
+            matrix.eliminate_zeros()
+        matrix.sort_indices()
+        assert RandomWalk(matrix).symmetric == ((matrix != matrix.T).nnz == 0)
+    graph = sp.csr_matrix(upper + upper.T)
+    graph.sort_indices()
+    for half in (sp.triu(graph, k=1), sp.tril(graph, k=-1)):  # no entry's mirror: above, or below, the diagonal
+        assert graph.nnz and not RandomWalk(sp.csr_matrix(half)).symmetric
+    row = slice(graph.indptr[0], graph.indptr[1])
+    graph.indices[row], graph.data[row] = graph.indices[row][::-1].copy(), graph.data[row][::-1].copy()
+    graph.has_sorted_indices = False
+    # told as asymmetric (walks of full length, still right): the one-pass check needs sorted rows
+    assert not RandomWalk(graph).symmetric
+
+
 @pytest.mark.parametrize("n_sources", [0, 1, SOURCE_BLOCK + 3])
 def test_in_class_reach_is_the_seeds_and_the_other_validation_samples_reach(n_sources):
     X, y, truth, _ = mixture()

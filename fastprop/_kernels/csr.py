@@ -140,3 +140,29 @@ def scale_rows(indptr, data, factors):
     for row in range(indptr.shape[0] - 1):
         for entry in range(indptr[row], indptr[row + 1]):
             data[entry] *= factors[row]
+
+
+@numba.njit(**JIT_OPTIONS)
+def has_symmetric_weights(indptr, indices, data):
+    """Whether every entry ``(i, j, w)`` of a CSR matrix with sorted rows and no duplicate has its mirror ``(j, i, w)``.
+
+    One pass in row order, no transposed copy: the mirrors of row ``i``'s
+    entries above the diagonal are, in row ``j``, the entries left of the
+    diagonal, met in column order as the rows go by; a cursor per row
+    marks how many of them have been matched. O(nnz).
+    """
+    cursor = indptr[:-1].copy()
+    for row in range(indptr.size - 1):
+        for entry in range(indptr[row], indptr[row + 1]):
+            column = indices[entry]
+            if column <= row:  # left of the diagonal: matched from an earlier row; the diagonal: its own mirror
+                if column == row and cursor[row] == entry:
+                    cursor[row] += 1
+                if cursor[row] <= entry:
+                    return False
+                continue
+            mirror = cursor[column]
+            if mirror == indptr[column + 1] or indices[mirror] != row or data[mirror] != data[entry]:
+                return False
+            cursor[column] = mirror + 1
+    return True
