@@ -13,6 +13,8 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from ._kernels.csr import has_symmetric_weights
+
 _MAX_SHOWN = 5
 #: Rows checked at a time, so that checking a million embeddings never
 #: allocates an (n_samples, n_features) temporary.
@@ -318,6 +320,21 @@ def check_graph(graph, n_samples=None, *, name="graph"):
             raise _duplicates_overflow(name)
     indices, data = _used_entries(graph.indptr, graph.indices, graph.data)
     return _canonical_csr(shape, graph.indptr, indices, data, name, original=original, owned=original is None)
+
+
+
+def check_symmetric_graph(graph, needed_by, reason):
+    """Refuse a graph (the output of :func:`check_graph`) whose weights are not symmetric.
+
+    ``needed_by`` names the method and ``reason`` says why it needs them so.
+    """
+    if not has_symmetric_weights(graph.indptr, graph.indices, graph.data):
+        raise ValueError(
+            f"{needed_by} needs a graph with symmetric weights ({reason}), but an entry (i, j) of this one has "
+            "no equal entry (j, i): a directed kNN graph, e.g. scikit-learn's kneighbors_graph, is not. "
+            "Symmetrise it first, e.g. graph.maximum(graph.T) as fastprop.build_knn_graph does, or "
+            "(graph + graph.T) / 2."
+        )
 
 
 def check_graph_arrays(shape, indptr, indices, data, n_samples=None, *, name):

@@ -413,6 +413,18 @@ def test_isolated_vertices_and_seedless_component(name, toy):
         assert_allclose(D[[5, -2, -1]], 1 / 3)
 
 
+@pytest.mark.parametrize("name", ["LabelPropagation", "PoissonLearning"])
+def test_a_graph_with_asymmetric_weights_is_refused_where_the_equations_need_symmetric_ones(name, toy):
+    X, labels, graph, y = toy
+    directed = sp.csr_matrix(sp.triu(graph) + 0.5 * sp.tril(graph))  # every edge kept, its weights unequal
+    with pytest.raises(ValueError, match=f"{name} needs a graph with symmetric weights .*graph.maximum\\(graph.T\\)"):
+        FACTORIES[name]().fit(X, y, graph=directed)
+    symmetrised = FACTORIES[name]().fit(X, y, graph=directed.maximum(directed.T))
+    assert_array_equal(symmetrised.transduction_, FACTORIES[name]().fit(X, y, graph=graph).transduction_)
+    for other in ("LabelSpreading", "SGC"):  # not refused: their iterations are defined for any weights
+        FACTORIES[other]().fit(X, y, graph=directed)
+
+
 def test_graph_is_built_when_not_given(toy):
     X, labels, _, y = toy
     for name in sorted(FACTORIES):

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from .._concurrency import serialised
 from .._estimator_protocol import TransductiveEstimator
 from .._labels import check_labels
-from .._validation import check_features, check_graph, check_integer, check_random_state, check_real
+from .._validation import (check_features, check_graph, check_integer, check_random_state, check_real,
+                           check_symmetric_graph)
 from ..graph import fit_graph
 from ..linear import fit_softmax_regression, softmax_loss_and_gradient, softmax_proba
 
@@ -93,7 +94,7 @@ class Problem(NamedTuple):
     targets: np.ndarray
 
 
-def prepare_fit(X, y, graph, n_neighbors, reads_features=True):
+def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=None):
     """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
 
     All-zero rows of ``X`` are rejected only when the graph has to be built
@@ -101,7 +102,9 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True):
     ``n_neighbors`` clamped to ``n_samples - 1`` on tiny inputs. A method
     that does not ``reads_features`` (it uses ``X`` only for the graph)
     gets its rows rescaled where their scale leaves float32's range, as
-    the graph build reads them, rather than refused.
+    the graph build reads them, rather than refused. ``symmetric_for``:
+    ``(method name, why)`` for a method whose equations need symmetric
+    weights; a graph without them is refused.
     """
     check_integer("n_neighbors", n_neighbors, low=1)
     features = check_features(X, cosine=graph is None, rescale_rows=not reads_features)
@@ -110,6 +113,8 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True):
     if graph is None:
         graph = fit_graph(features, n_neighbors)
     graph = check_graph(graph, n_samples)
+    if symmetric_for is not None:
+        check_symmetric_graph(graph, *symmetric_for)
     seeds = np.flatnonzero(encoded >= 0)
     targets = np.zeros((n_samples, classes.size))
     targets[seeds, encoded[seeds]] = 1.0
@@ -256,6 +261,8 @@ class GraphBaseline(TransductiveEstimator):
     """
 
     _reads_features = True
+    #: ``(why)`` for a method whose equations need a graph with symmetric weights (others take any).
+    _needs_symmetric_weights = None
 
     @serialised
     def fit(self, X: ArrayLike, y: ArrayLike, graph: sp.spmatrix | sp.sparray | None = None) -> GraphBaseline:
@@ -276,7 +283,9 @@ class GraphBaseline(TransductiveEstimator):
         self
         """
         params = self._check_params()
-        problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features)
+        needs = self._needs_symmetric_weights
+        problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features,
+                              symmetric_for=None if needs is None else (type(self).__name__, needs))
         distributions = to_distributions(self._scores(problem, **params), problem)
         self.n_features_in_ = problem.features.shape[1]
         self.classes_ = problem.classes

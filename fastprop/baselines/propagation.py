@@ -131,7 +131,8 @@ class LabelPropagation(GraphBaseline):
     Notes
     -----
     The graph must be symmetric, as :func:`fastprop.build_knn_graph` makes it
-    (conjugate gradients need a symmetric system). A :class:`ConvergenceWarning`
+    (conjugate gradients need a symmetric system): another is refused with a
+    ValueError that says how to symmetrise it. A :class:`ConvergenceWarning`
     is emitted when ``tol`` is not reached in ``max_iter`` iterations.
 
     Examples
@@ -147,6 +148,7 @@ class LabelPropagation(GraphBaseline):
     """
 
     _reads_features = False  # the graph alone
+    _needs_symmetric_weights = "conjugate gradients solve a symmetric system"
 
     def __init__(self, n_neighbors=30, *, max_iter=1000, tol=1e-6):
         self.n_neighbors = n_neighbors
