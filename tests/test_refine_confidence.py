@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from fastprop import build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.baselines import SGC
-from fastprop.confnet import _feature_scale, confnet_confidence, refine_confidence, structural_features
+from fastprop.confnet import _standardisation, confnet_confidence, refine_confidence, structural_features
 from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.evaluation.protocol import make_noisy_task, outlier_auroc
 
@@ -93,5 +93,45 @@ def test_a_descriptor_flat_up_to_rounding_does_not_switch_confnet_off(noisy):
     unlabeled = refined[~seeds]
     assert np.ptp(unlabeled) > 0.5
     assert outlier_auroc(unlabeled, task.truth[~seeds]) > 0.6
-    scale = _feature_scale(np.c_[np.full(50, 0.3) + 1e-17 * np.arange(50), np.arange(50.0)])
+    centre, scale = _standardisation(np.c_[np.full(50, 0.3) + 1e-17 * np.arange(50), np.arange(50.0)])
     assert scale[0] == 1.0 and scale[1] == pytest.approx(np.arange(50.0).std())
+    assert_allclose(centre, [0.3, 24.5])
+
+
+def test_confnet_reaches_its_optimum_whatever_the_descriptors_offset():
+    # The descriptors sit 7-22 spreads from 0. Uncentred, the unpenalised intercept traded off against every weight
+    # and L-BFGS stopped on its relative tolerance far from the optimum: a 1-ulp change of the distributions
+    # (D against 3 D, normalised back) moved the refined confidence by up to 0.17.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 8))[np.arange(300) % 3] * 3 + rng.normal(size=(300, 8))
+    graph = build_knn_graph(X, 10, random_state=0)
+    distributions = np.random.default_rng(0).dirichlet(np.ones(3), size=300)
+    refined = refine_confidence(graph, distributions, random_state=0)
+    for same in (3.0 * distributions, distributions / distributions.sum(axis=1, keepdims=True)):
+        assert_allclose(refine_confidence(graph, same, random_state=0), refined, rtol=0, atol=1e-9)
+    # ConfNet's scores against the penalised optimum found by SciPy on the same rows, uncentred
+    from scipy.optimize import minimize
+    from scipy.special import log_expit
+
+    from fastprop.confnet import extreme_vertices
+
+    walk = RandomWalk(graph)
+    candidates = np.arange(300)
+    inputs = structural_features(walk, distributions, np.zeros(300, dtype=np.int64))
+    tie_rank = np.random.default_rng(5).permutation(300)
+    positives, negatives = extreme_vertices(distributions.max(axis=1), candidates, 0.05, tie_rank)
+    rows = walk.smooth(inputs, np.concatenate([positives, negatives]), 1)
+    targets = np.r_[np.ones(positives.size), np.zeros(negatives.size)]
+    l2 = 1e-3
+    scaled = rows / _standardisation(rows)[1]  # the ridge is on the weights of features of unit spread
+
+    def loss(params):
+        scores = scaled @ params[:-1] + params[-1]
+        return -np.mean(targets * log_expit(scores) + (1 - targets) * log_expit(-scores)) + 0.5 * l2 * params[:-1] @ params[:-1]
+
+    optimum = minimize(loss, np.zeros(rows.shape[1] + 1), method="BFGS", options={"gtol": 1e-10, "maxiter": 100000}).x
+    weights = optimum[:-1] / _standardisation(rows)[1]
+    expected = 1 / (1 + np.exp(-(walk.smooth(inputs @ weights, None, 1) + optimum[-1])))
+    found = confnet_confidence(walk, inputs, distributions.max(axis=1), candidates, eta=0.05, depth=1, l2=l2,
+                               tie_rank=tie_rank)
+    assert_allclose(found, expected, rtol=0, atol=1e-3)  # 0.33 away before
