@@ -30,7 +30,7 @@ def check_settings(model):
     check_integer("max_patch_size", model.max_patch_size, low=2)
     check_integer("exclusion_hops", model.exclusion_hops, low=0)
     _check_auto_or_integer("patch_batch_size", model.patch_batch_size, low=1, high=255)
-    for name in ("process_capped_patches", "provisional_classes", "calibrate_confidence"):
+    for name in ("process_capped_patches", "single_view_restarts", "provisional_classes", "calibrate_confidence"):
         if not isinstance(getattr(model, name), (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {getattr(model, name)!r}.")
     check_real("confident_threshold", model.confident_threshold, low=0, high=1, low_inclusive=False)
@@ -89,6 +89,7 @@ def pass_options(model, n_classes, n_candidates):
         confident_threshold=float(model.confident_threshold),
         single_view_confidence=float(model.single_view_confidence),
         process_capped_patches=bool(model.process_capped_patches),
+        single_view_restarts=bool(model.single_view_restarts),
         confidence=model.confidence,
         labels=model.labels,
         confnet_features=model.confnet_features,

@@ -86,6 +86,17 @@ class FastProp(TransductiveEstimator):
         confident set and is never updated again.
     single_view_confidence : float, default=1e-3
         The confidence of a vertex seen by a single patch (epsilon).
+    single_view_restarts : bool, default=True
+        When no confident vertex is left to start a patch from, the vertices
+        seen by a single patch become starts too, the most probable first
+        (each once; confident starts still go before them). False: the loop
+        ends there (the paper's). In a cluster that holds a single seed the
+        seed's patch is the only one; its vertices keep epsilon, none
+        becomes confident, and the paper's loop left the cluster unseen
+        beyond that patch: three separated clusters, two of them with one
+        seed, lost both to the outlier threshold (accuracy 0.33 against 1.00).
+        On the real sets nearly every vertex sees two patches or more: the
+        same accuracy in every cell (bench/RESULTS.md).
     local_predictor : {"sgc", "gcn", "gat"}, default="sgc"
         The network that labels a patch (the paper's Table 2 columns).
         ``"sgc"``: ``softmax(S_P^depth X W + b)``, linear before its softmax
@@ -436,6 +447,7 @@ class FastProp(TransductiveEstimator):
         exclusion_hops: int = 1,
         confident_threshold: float = 0.9,
         single_view_confidence: float = 1e-3,
+        single_view_restarts: bool = True,
         predictor_depth: int = 2,
         predictor_l2: float = 3e-5,
         confnet_depth: int = 1,
@@ -466,6 +478,7 @@ class FastProp(TransductiveEstimator):
         self.exclusion_hops = exclusion_hops
         self.confident_threshold = confident_threshold
         self.single_view_confidence = single_view_confidence
+        self.single_view_restarts = single_view_restarts
         self.predictor_depth = predictor_depth
         self.predictor_l2 = predictor_l2
         self.confnet_depth = confnet_depth

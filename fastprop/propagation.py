@@ -57,6 +57,7 @@ class PassOptions:
     confident_threshold: float
     single_view_confidence: float
     process_capped_patches: bool
+    single_view_restarts: bool
     confidence: str
     labels: str
     confnet_features: str
@@ -145,6 +146,7 @@ def propagation_pass(context, workspace, options, notify):
         confident_threshold=options.confident_threshold,
         single_view_confidence=options.single_view_confidence,
         process_capped_patches=options.process_capped_patches,
+        single_view_restarts=options.single_view_restarts,
         confidence_override=override,
         progress=notify.propagation if notify.active else None,
     )

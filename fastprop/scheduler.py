@@ -388,7 +388,8 @@ class LinearPatchPredictor:
 
 
 def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold,
-              single_view_confidence, process_capped_patches=False, confidence_override=None, progress=None):
+              single_view_confidence, process_capped_patches=False, single_view_restarts=False,
+              confidence_override=None, progress=None):
     """Run the path scheduler until no viable start remains.
 
     Patches are taken in batches of up to ``workspace.n_slots`` disjoint
@@ -412,6 +413,10 @@ def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold
     process_capped_patches : bool
         Also process a patch that reached ``max_patch_size`` before its gain
         passed ``min_gain`` (otherwise it is not viable and skipped).
+    single_view_restarts : bool
+        When no start is left, queue the vertices seen by one patch only
+        (:func:`_push_single_view_starts`) and go on; the loop ends when
+        none is left to queue either.
     confidence_override : callable or None
         For the ``confidence="random"`` ablation: given the vertices just
         updated, returns the confidences the scheduler uses for them.
@@ -429,11 +434,14 @@ def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold
     queue = StartQueue(tie_rank)
     queue.push(np.flatnonzero(labeled), state.confidence)
     n_confident = int(labeled.sum())
+    restarted = np.zeros(n_vertices, dtype=bool) if single_view_restarts else None
     while True:
         n_batch, exhausted, n_starts = workspace.fill_batch(queue, excluded, state.confidence, process_capped_patches)
         state.n_starts += n_starts
         if n_batch == 0:
             if exhausted:
+                if single_view_restarts and _push_single_view_starts(queue, state, restarted):
+                    continue
                 break
             continue
         # Even when the queue ran out while this batch was filled, the vertices its patches make
@@ -453,6 +461,25 @@ def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold
         if progress is not None:
             progress(n_confident, n_vertices)
     return state
+
+
+def _push_single_view_starts(queue, state, restarted):
+    """Queue the vertices seen by one patch only, never queued so, as starts; returns whether there were any.
+
+    A cluster that holds a single seed sees one patch, the seed's: its
+    vertices keep the single-view confidence, none becomes confident, and
+    the loop would end with the rest of the cluster unseen. Their priority
+    is their view's largest probability minus 1, below every confident
+    vertex's, so the confident starts the new patches make go first.
+    """
+    vertices = np.flatnonzero((state.view_count == 1) & ~state.frozen & ~restarted)
+    if vertices.size == 0:
+        return False
+    restarted[vertices] = True
+    priority = np.zeros(state.view_count.size)
+    priority[vertices] = state.probability_sum[vertices].max(axis=1) - 1.0
+    queue.push(vertices, priority)
+    return True
 
 
 def _override(members, state, confidence_override, confident_threshold, newly_confident, n_new):

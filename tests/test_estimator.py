@@ -208,6 +208,7 @@ def test_isolated_vertices_and_components():
         ({"random_state": "x"}, "random_state must be"),
         ({"predictor_training": "seeds"}, "predictor_training='seeds' is not supported"),
         ({"process_capped_patches": 1}, "process_capped_patches must be True or False"),
+        ({"single_view_restarts": "no"}, "single_view_restarts must be True or False"),
         ({"calibrate_confidence": "yes"}, "calibrate_confidence must be True or False"),
         ({"patch_batch_size": 0}, r"patch_batch_size=0 is out of range"),
         ({"patch_batch_size": 256}, r"patch_batch_size=256 is out of range"),
@@ -447,3 +448,21 @@ def test_the_threshold_warning_is_public():
 
     assert fastprop.OutlierThresholdWarning is OutlierThresholdWarning
     assert issubclass(OutlierThresholdWarning, UserWarning)
+
+
+def test_a_cluster_with_a_single_seed_is_propagated_through_not_rejected():
+    # Three separated clusters (a component each), two of them with one seed: the seed's patch is the only one
+    # there, its vertices keep the single-view confidence and the paper's loop stopped; the outlier threshold
+    # then rejected both clusters whole (found by fuzzing).
+    rng = np.random.default_rng(7)
+    truth = np.arange(900) % 3
+    X = (rng.normal(size=(3, 16)) * 3)[truth] + rng.normal(size=(900, 16))
+    y = np.full(900, -1)
+    for k, n_seeds in enumerate((80, 1, 1)):
+        y[np.flatnonzero(truth == k)[:n_seeds]] = k
+    settings = dict(min_gain=150, random_state=0)  # a patch covers half a cluster, as 500 does in 1,000 samples
+    paper = FastProp(single_view_restarts=False, **settings).fit(X, y)
+    assert np.mean(paper.transduction_[truth > 0] == -1) > 0.9
+    model = FastProp(**settings).fit(X, y)
+    assert_array_equal(model.transduction_, truth)
+    assert np.all(model.view_count_[(truth > 0) & (y < 0)] >= 2)

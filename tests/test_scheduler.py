@@ -22,10 +22,12 @@ from threads import run_on_threads
 
 
 def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, eps, process_capped=False,
-                   batch_size=1, patch_scores=None):
+                   batch_size=1, patch_scores=None, restarts=False):
     """The scheduler, written plainly: batches of non-overlapping patches, then their updates in order.
 
     A patch's scores are ``patch_scores(patch)``, by default the SGC's ``S_P^depth logits[P] + bias``.
+    With ``restarts``, when no start is left the vertices seen once (never queued so before) become
+    candidates, their view's largest probability minus 1 their priority.
     """
     n, n_classes = logits.shape
     labeled = seed_class >= 0
@@ -39,6 +41,7 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
     candidates = {int(v): 1.0 for v in np.flatnonzero(labeled)}
     reach = np.linalg.matrix_power((dense > 0).astype(int) + np.eye(n, dtype=int), settings.exclusion_hops) > 0
     n_patches = 0
+    restarted = set()
     while True:
         batch, taken, deferred = [], set(), set()
         for _ in range(4 * batch_size):
@@ -58,7 +61,13 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
             batch.append(patch)
             taken.update(patch)
         if not batch and not deferred:
-            break
+            seen_once = {int(v) for v in np.flatnonzero((counts == 1) & ~frozen)} - restarted
+            if not (restarts and seen_once):
+                break
+            restarted |= seen_once
+            for vertex in seen_once:
+                candidates[vertex] = sums[vertex].max() - 1.0
+            continue
         for patch in batch:
             if patch_scores is None:
                 operator = dense_patch_operator(dense, patch)
@@ -71,6 +80,44 @@ def slow_propagate(dense, logits, bias, seed_class, tie_rank, settings, c_tau, e
                 candidates[vertex] = confidence[vertex]
             n_patches += 1
     return sums, counts, confidence, frozen, n_patches
+
+
+def separated_clusters(seed, per_cluster=40, seeds_per_cluster=(6, 1, 1)):
+    """Clusters far apart (a component each in the kNN graph), some with one seed."""
+    rng = np.random.default_rng(seed)
+    n_classes = len(seeds_per_cluster)
+    truth = np.repeat(np.arange(n_classes), per_cluster)
+    X = (np.eye(n_classes, 6) * 50)[truth] + rng.normal(size=(truth.size, 6))
+    graph = build_knn_graph(X, 5, method="exact")
+    seed_class = np.full(truth.size, -1)
+    for k, n_seeds in enumerate(seeds_per_cluster):
+        seed_class[np.flatnonzero(truth == k)[:n_seeds]] = k
+    logits = np.eye(n_classes)[truth] * 3 + rng.normal(size=(truth.size, n_classes))
+    return graph, seed_class, logits, np.zeros(n_classes), rng.permutation(truth.size), truth
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+@pytest.mark.parametrize("restarts", [False, True])
+def test_single_view_restarts_match_slow_reference(restarts, batch_size):
+    graph, seed_class, logits, bias, tie_rank, truth = separated_clusters(seed=batch_size)
+    settings = PatchSettings(min_gain=15.0, max_patch_size=60, exclusion_hops=1, depth=2)
+    workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
+    state = propagate(workspace, LinearPatchPredictor(logits, bias), seed_class, tie_rank, confident_threshold=0.6,
+                      single_view_confidence=1e-3, single_view_restarts=restarts)
+    sums, counts, confidence, frozen, n_patches = slow_propagate(
+        graph.toarray().astype(np.float64), logits, bias, seed_class, tie_rank, settings, 0.6, 1e-3,
+        batch_size=batch_size, restarts=restarts,
+    )
+    assert state.n_patches == n_patches > 0
+    assert_array_equal(state.view_count, counts)
+    assert_array_equal(state.frozen, frozen)
+    assert_allclose(state.probability_sum, sums, atol=1e-9)
+    assert_allclose(state.confidence, confidence, atol=1e-12)
+    lone = truth > 0  # the clusters with one seed: their seed's patch alone, or propagation through them
+    if restarts:
+        assert state.frozen[lone].mean() > 0.9
+    else:
+        assert state.frozen[lone & (seed_class < 0)].sum() == 0 and np.median(state.view_count[lone]) <= 1
 
 
 def small_problem(seed, n=120, n_classes=3):
