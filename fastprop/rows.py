@@ -17,14 +17,20 @@ NORM_BLOCK_ROWS = 16384
 def inverse_norms(features):
     """``1 / ||x_i||`` for every row, or None when every norm is already 1 (within 1e-4).
 
-    ``features`` must have no all-zero row (validation ensures it).
+    When every norm is within 1e-4 of a power of two, ``2^k_i`` (unit rows
+    times powers of two, as ``check_features`` rescales rows far out of
+    range), the factors are ``2^-k_i`` exactly, and the rows are scaled
+    back to the very bits of the unit rows: a fit on them is the fit on the
+    unit rows, bit for bit (``1 / ||x_i||`` would not be). ``features``
+    must have no all-zero row (validation ensures it).
     """
     norms = np.empty(features.shape[0])
     for start in range(0, features.shape[0], NORM_BLOCK_ROWS):
         block = features[start : start + NORM_BLOCK_ROWS].astype(np.float64)
         norms[start : start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    if np.all(np.abs(norms - 1.0) <= 1e-4):
-        return None
+    powers = np.ldexp(1.0, np.round(np.log2(norms)).astype(np.int64))
+    if np.all(np.abs(norms / powers - 1.0) <= 1e-4):  # dividing by a power of two is exact
+        return None if np.all(powers == 1.0) else 1.0 / powers
     return 1.0 / norms
 
 

@@ -15,3 +15,18 @@ def test_inverse_norms_block_by_block(monkeypatch):
     assert unit.dtype == np.float32
     assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-6)
     assert rows_module.unit_rows(unit) is unit  # already unit: no copy
+
+
+def test_inverse_norms_of_unit_rows_times_powers_of_two_are_exact_powers():
+    rng = np.random.default_rng(0)
+    unit = rng.normal(size=(50, 12))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    unit = unit.astype(np.float32)
+    assert rows_module.inverse_norms(unit) is None
+    exponents = rng.integers(-60, 60, size=50)
+    scaled = (unit * np.ldexp(1.0, exponents)[:, None]).astype(np.float32)
+    factors = rows_module.inverse_norms(scaled)
+    assert np.array_equal(factors, np.ldexp(1.0, -exponents))
+    assert np.array_equal((scaled * factors[:, None]).astype(np.float32), unit)  # the very bits of the unit rows
+    general = unit * rng.uniform(0.5, 3.0, size=(50, 1)).astype(np.float32)
+    assert_allclose(rows_module.inverse_norms(general), 1 / np.linalg.norm(general.astype(np.float64), axis=1))
