@@ -26,6 +26,12 @@ _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
 
 
+
+def _outside_safe_range(largest):
+    """Rows (by their largest magnitude) outside ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]``; all-zero rows are not."""
+    return (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
+
+
 def _shown(indices):
     """Format the first few of ``indices`` for an error message."""
     indices = [int(i) for i in indices[:_MAX_SHOWN]]
@@ -42,7 +48,7 @@ class NonNumericInputError(ValueError, TypeError):
 _SMALLEST_FLOAT32_ROW = float(np.finfo(np.float32).tiny) * 2.0**-11
 
 
-def check_features(X, *, name="X", cosine=True, rescale_rows=False):
+def check_features(X, *, name="X", cosine=True, rescale_rows=False, read_as_they_are=None):
     """Validate a feature matrix and return it as C-contiguous float32.
 
     Parameters
@@ -62,6 +68,11 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
         float32 rows as large as 1e38, or float64 rows as large as 1e300,
         would otherwise give inf or NaN). Rows inside the range, as every
         ordinary embedding is, are left as they are.
+    read_as_they_are : str or None, default=None
+        For a method (named here) that computes on the features themselves,
+        not their directions (a baseline's network): a row whose largest
+        magnitude is outside ``[2**-40, 2**40]`` is refused, where its
+        products overflow or its training goes silently wrong.
 
     Returns
     -------
@@ -116,7 +127,7 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
     largest = _largest_magnitudes(array, name)
     exponents = None
     if rescale_rows:
-        outside = (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
+        outside = _outside_safe_range(largest)
         if outside.any():
             exponents = np.where(outside, np.frexp(largest)[1], 0)
     elif array.dtype.itemsize > 4 and np.issubdtype(array.dtype, np.floating):
@@ -133,6 +144,17 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False):
                     f"{name} has {bad.size} row(s) {what}, the first is row {bad[0]} (largest magnitude "
                     f"{float(largest[bad[0]]):.3g}). fastprop computes in float32: scale {name} {direction} first."
                 )
+    if read_as_they_are is not None:
+        outside = _outside_safe_range(largest)
+        if outside.any():
+            bad = np.flatnonzero(outside)
+            raise ValueError(
+                f"{name} has {bad.size} row(s) whose largest magnitude is outside [2**-{_SAFE_EXPONENT}, "
+                f"2**{_SAFE_EXPONENT}] (~[1e-12, 1e12]), the first is row {bad[0]} ({float(largest[bad[0]]):.3g}): "
+                f"{read_as_they_are} computes on the features as they are, and at that scale its training "
+                f"overflows or learns nothing. Scale {name} first, e.g. divide it by its largest magnitude "
+                f"(FastProp and the graph-only methods use the rows' directions and take them as they are)."
+            )
     if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
     else:

@@ -425,6 +425,21 @@ def test_a_graph_with_asymmetric_weights_is_refused_where_the_equations_need_sym
         FACTORIES[other]().fit(X, y, graph=directed)
 
 
+@pytest.mark.parametrize("scale", [1e30, 1e-20])
+def test_features_far_out_of_range_are_refused_by_the_methods_that_compute_on_them(scale, toy):
+    # Finite float32 features at 1e30 made GCN, GAT, FastGCN, GraphSAGE and SGC return near-chance labels with
+    # overflow warnings or none (found by fuzzing); the graph-only methods use the rows' directions alone.
+    X, labels, graph, y = toy
+    far = (X * scale).astype(np.float32)
+    for name in sorted(FACTORIES):
+        model = FACTORIES[name]()
+        if model._reads_features:
+            with pytest.raises(ValueError, match=f"{name} computes on the features as they are.*Scale X first"):
+                model.fit(far, y, graph=graph)
+        else:
+            assert (model.fit(far, y, graph=graph).transduction_[y == -1] == labels[y == -1]).mean() > 0.95, name
+
+
 def test_graph_is_built_when_not_given(toy):
     X, labels, _, y = toy
     for name in sorted(FACTORIES):

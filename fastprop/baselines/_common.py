@@ -94,7 +94,7 @@ class Problem(NamedTuple):
     targets: np.ndarray
 
 
-def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=None):
+def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=None, method="this method"):
     """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
 
     All-zero rows of ``X`` are rejected only when the graph has to be built
@@ -102,12 +102,15 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=Non
     ``n_neighbors`` clamped to ``n_samples - 1`` on tiny inputs. A method
     that does not ``reads_features`` (it uses ``X`` only for the graph)
     gets its rows rescaled where their scale leaves float32's range, as
-    the graph build reads them, rather than refused. ``symmetric_for``:
+    the graph build reads them, rather than refused; a method that does
+    (named ``method``) gets rows far outside ``[2**-40, 2**40]`` refused.
+    ``symmetric_for``:
     ``(method name, why)`` for a method whose equations need symmetric
     weights; a graph without them is refused.
     """
     check_integer("n_neighbors", n_neighbors, low=1)
-    features = check_features(X, cosine=graph is None, rescale_rows=not reads_features)
+    features = check_features(X, cosine=graph is None, rescale_rows=not reads_features,
+                              read_as_they_are=method if reads_features else None)
     n_samples = features.shape[0]
     classes, encoded = check_labels(y, n_samples)
     if graph is None:
@@ -285,7 +288,8 @@ class GraphBaseline(TransductiveEstimator):
         params = self._check_params()
         needs = self._needs_symmetric_weights
         problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features,
-                              symmetric_for=None if needs is None else (type(self).__name__, needs))
+                              symmetric_for=None if needs is None else (type(self).__name__, needs),
+                              method=type(self).__name__)
         distributions = to_distributions(self._scores(problem, **params), problem)
         self.n_features_in_ = problem.features.shape[1]
         self.classes_ = problem.classes
