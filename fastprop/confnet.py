@@ -125,6 +125,8 @@ def _seed_mask(labeled, n_samples):
         if labeled.shape != (n_samples,):
             raise ValueError(f"labeled as a mask must have shape ({n_samples},), got {labeled.shape}.")
         return labeled.copy()
+    if labeled.ndim == 1 and labeled.size == 0:
+        return mask  # an empty list: no seed (NumPy makes it float64)
     if labeled.ndim != 1 or not np.issubdtype(labeled.dtype, np.integer):
         raise ValueError("labeled must be a boolean mask or a 1-D array of sample indices.")
     if labeled.size and (labeled.min() < 0 or labeled.max() >= n_samples):

@@ -720,7 +720,9 @@ class FastProp(TransductiveEstimator):
             where the decision in / out is least sure; ``"lowest"``: the
             least confident (the paper's indicator, Table 4a). Either way no
             two suggestions are graph neighbours, so one annotation does not
-            answer the question another asks.
+            answer the question another asks, as long as the candidates allow:
+            when ``n`` is more than the samples that can be spread out so, the
+            rest are the best of the samples passed over, neighbours or not.
 
         Returns
         -------

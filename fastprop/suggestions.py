@@ -4,7 +4,8 @@ The paper (Table 4a, supplement) uses its confidence as the indicator of an
 active-learning round: annotate as many samples as there are seeds, in-class
 ones with their class and outliers as such, and propagate again. Two
 indicators are offered; both skip graph neighbours of samples already taken,
-so that a batch does not spend several annotations on one question.
+so that a batch does not spend several annotations on one question (when too
+few samples are left that way, the best of those skipped fill the batch).
 
 ``"boundary"``
     Confidence closest to the outlier threshold: the samples whose in / out

@@ -76,6 +76,11 @@ def test_bad_inputs_say_what_is_wrong(noisy):
         refine_confidence(graph, good, combine="max")
     with pytest.raises(ValueError, match="labeled indices must be in"):
         refine_confidence(graph, good, labeled=[n])
+    # an empty list is no seed, as None is (NumPy makes it float64: it was refused as not indices)
+    assert_array_equal(refine_confidence(graph, good, labeled=[], random_state=0),
+                       refine_confidence(graph, good, labeled=None, random_state=0))
+    with pytest.raises(ValueError, match="labeled must be a boolean mask or a 1-D array of sample indices"):
+        refine_confidence(graph, good, labeled=[0.0, 1.0])
     tiny = build_knn_graph(features[:3], 2)
     assert_array_equal(refine_confidence(tiny, good[:3], confidence=np.array([0.2, 0.5, 0.9]), labeled=[0, 1]),
                        [0.2, 0.5, 0.9])  # one unlabeled sample: nothing to learn from
