@@ -190,11 +190,20 @@ def _confnet(context, options, distributions, view_count, multiview, labeled):
 
 
 def _whole_graph_classes(local, n_samples):
-    """The class ``local`` gives every sample on the whole graph, :data:`BLOCK_ROWS` rows at a time."""
+    """The class ``local`` gives every sample on the whole graph, :data:`BLOCK_ROWS` rows at a time.
+
+    Returns the classes, -1 where the largest logit is tied exactly (the
+    argmax would take the first of the tied classes: no class for
+    self-training to take it as).
+    """
     predicted = np.empty(n_samples, dtype=np.int64)
     for begin in range(0, n_samples, BLOCK_ROWS):
         rows = np.arange(begin, min(begin + BLOCK_ROWS, n_samples))
-        predicted[rows] = (local.graph_logits(rows) + local.bias).argmax(axis=1)
+        logits = local.graph_logits(rows) + local.bias
+        best = logits.argmax(axis=1)
+        top = logits[np.arange(rows.size), best]
+        logits[np.arange(rows.size), best] = -np.inf
+        predicted[rows] = np.where(logits.max(axis=1, initial=-np.inf) == top, -1, best)
     return predicted
 
 
@@ -206,7 +215,8 @@ def _self_trained(context, options, local, predicted, confidence):
     ``predicted`` class (known outliers excepted), by ``confidence``, join the seeds.
     Returns those samples and their classes (by class, most confident first).
     """
-    candidates = np.setdiff1d(np.flatnonzero(context.seed_class < 0), context.known_outliers)
+    # a sample whose classes tie exactly (-1) is nobody's pseudo-label
+    candidates = np.setdiff1d(np.flatnonzero((context.seed_class < 0) & (predicted >= 0)), context.known_outliers)
     per_class = -(-options.pseudo_labels // context.n_classes)
     chosen = most_confident_per_class(predicted, confidence, candidates, per_class, context.tie_rank)
     chosen_class = predicted[chosen]

@@ -135,3 +135,22 @@ def test_bad_pseudo_labels(value, message):
     X, y = clusters()
     with pytest.raises(ValueError, match=message):
         FastProp(pseudo_labels=value).fit(X, y)
+
+
+def test_samples_whose_classes_tie_exactly_are_nobody_s_pseudo_labels(monkeypatch):
+    # Indistinguishable samples, seeds of three classes among them: every class is as likely, and the argmax
+    # took class 0 for all of them; the refit then learnt class 0 from its own tie (0.94 where 1/3 is right).
+    X = np.tile(np.random.default_rng(0).normal(size=(1, 8)), (300, 1))
+    y = np.full(300, -1)
+    y[:6] = [0, 1, 2, 0, 1, 2]
+    taken = []
+    refit = propagation._LinearLocalPredictor.refit
+
+    def recording(self, context, options, pseudo, pseudo_class):
+        taken.append(pseudo.size)
+        return refit(self, context, options, pseudo, pseudo_class)
+
+    monkeypatch.setattr(propagation._LinearLocalPredictor, "refit", recording)
+    model = FastProp(random_state=0).fit(X, y)
+    assert taken == [0]
+    assert_allclose(model.label_distributions_[y < 0], 1 / 3, atol=1e-9)
