@@ -149,6 +149,27 @@ def test_parallel_insert_builds_on_all_cores_and_default_is_reproducible(capsys,
     assert status == 2 and out == "" and "--parallel-insert" in err and err.count("\n") == 1
 
 
+def test_propagate_fits_with_the_k_of_its_graph(capsys, files):
+    # --neighbors built a K=7 graph, but FastProp kept n_neighbors=30, which its calibration's local density
+    # reads: with a validation set the confidence differed from the Python API's (found by fuzzing)
+    from fastprop import FastProp, build_knn_graph
+
+    seeds, truth, X = files["seeds"], files["truth"], np.load(files["X"])
+    unlabeled = np.flatnonzero(seeds == -1)[:40]
+    validation = files["in"] / "val_k.csv"
+    validation.write_text("index,label\n" + "".join(f"{i},{truth[i]}\n" for i in unlabeled))
+    status, _, err = run(["propagate", "--features", files["X"], "--labels", files["y"], "--validation",
+                          validation, "--neighbors", 7, "--seed", 3, "--out", files["out"] / "k7.npz"], capsys)
+    assert status == 0, err
+    expected = FastProp(n_neighbors=7, random_state=3).fit(X, seeds, validation=(unlabeled, truth[unlabeled]))
+    with np.load(files["out"] / "k7.npz", allow_pickle=False) as result:
+        np.testing.assert_array_equal(result["confidence"], expected.confidence_)
+        np.testing.assert_array_equal(result["labels"], expected.transduction_)
+    graph_only = FastProp(random_state=3).fit(X, seeds, graph=build_knn_graph(X, 7, random_state=3),
+                                              validation=(unlabeled, truth[unlabeled]))
+    assert not np.array_equal(graph_only.confidence_, expected.confidence_)  # what it gave before
+
+
 def test_text_labels_validation_and_threshold_options(capsys, files):
     seeds = files["seeds"]
     text = files["in"] / "labels.csv"

@@ -257,7 +257,8 @@ def build_parser():
                                 "[0, 1): with --outlier-threshold auto and no --validation, that share "
                                 "of them, the least confident, are the outliers (0: none); when "
                                 "unsure, err low")
-    _add_graph_options(propagate, " built when --graph is not given")
+    _add_graph_options(propagate, " built when --graph is not given, and FastProp's n_neighbors (the "
+                                  "calibration's local density, new points' neighbours)")
     propagate.add_argument("--seed", type=_integer(0), default=0,
                            help="seed of FastProp's tie-breaking (and of hnswlib)")
 

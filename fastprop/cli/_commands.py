@@ -113,14 +113,15 @@ def run_propagate(args, progress):
     n_samples = X.shape[0]
     labels = _seed_labels(args, n_samples, stored)
     validation = load_validation(args.validation, labels) if args.validation is not None else None
+    n_neighbors = args.neighbors
     if args.graph is not None:
         graph = _load_graph(args.graph, n_samples)
     else:
-        graph, _, _ = build_graph(X, args.neighbors, args.method, args.seed, progress,
-                                  parallel_insert=args.parallel_insert)
-
-    model = fastprop_model(progress, outlier_threshold=args.outlier_threshold, outlier_share=args.outlier_share,
-                           random_state=args.seed, unlabeled=labels.unlabeled)
+        graph, n_neighbors, _ = build_graph(X, args.neighbors, args.method, args.seed, progress,
+                                            parallel_insert=args.parallel_insert)
+    # K is the model's too: the calibration's local density and new points' neighbours read it
+    model = fastprop_model(progress, n_neighbors=n_neighbors, outlier_threshold=args.outlier_threshold,
+                           outlier_share=args.outlier_share, random_state=args.seed, unlabeled=labels.unlabeled)
     start = time.perf_counter()
     model.fit(X, labels.y, graph=graph, validation=validation)
     seconds = time.perf_counter() - start

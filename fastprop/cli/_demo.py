@@ -37,11 +37,11 @@ def _score(name, task, model, seconds):
     return scores
 
 
-def _fit(name, X, task, graph, seed, progress, step):
-    """Fit method ``name`` on the task's graph; its scores, with the seconds of the fit."""
+def _fit(name, X, task, graph, n_neighbors, seed, progress, step):
+    """Fit method ``name`` on the task's graph (of ``n_neighbors``); its scores, with the seconds of the fit."""
     start = time.perf_counter()
     if name == "FastProp":
-        model = fastprop_model(progress, f"{step}FastProp: ", random_state=seed)
+        model = fastprop_model(progress, f"{step}FastProp: ", n_neighbors=n_neighbors, random_state=seed)
         model.fit(X, task.y, graph=graph, validation=task.validation)
     else:
         progress.start(f"{step}{name}")
@@ -90,7 +90,7 @@ def run_demo(args, progress):
     start = time.perf_counter()
     graph, n_neighbors, method = build_graph(X, args.neighbors, "auto", args.seed, progress, label=next(steps))
     graph_seconds = time.perf_counter() - start
-    results = [_fit(name, X, task, graph, args.seed, progress, next(steps)) for name in METHODS]
+    results = [_fit(name, X, task, graph, n_neighbors, args.seed, progress, next(steps)) for name in METHODS]
 
     print(f"fastprop demo: {', '.join(METHODS[:-1])} and {METHODS[-1]} on a synthetic noisy set (seed {args.seed})")
     print(f"kernels: compiled or loaded from cache in {compile_seconds:.2f}s (once per environment; "
