@@ -410,6 +410,17 @@ def test_a_task_subset_of_a_sparse_matrix_says_so():
     (dict(classes=np.array([], dtype=int)), "classes at least one class"),
     (dict(truth=np.array([0, 1, 0, -1, 0, 0, 7, 1, -1, -1])), "truth must hold task classes"),
     (dict(n_pool=5), r"indices must be pool indices in \[0, n_pool - 1 = 4\]"),
+    # found by fuzzing: each was accepted and scored
+    (dict(indices=np.arange(10) + 0.5), r"must be integer .*got float64 values, e.g. 0.5"),
+    (dict(seed_mask=np.r_[1, 1, np.zeros(8)]), r"must be integer \(seed_mask: bool\) .*got float64"),
+    (dict(y=np.r_[0, 0, np.full(8, -1)]), "y must be the truth of the seeds"),
+    (dict(y=np.r_[0, 1, 1, np.full(7, -1)]), "y must be the truth of the seeds"),
+    (dict(evaluation=np.arange(3, 10)), "validation and evaluation sets must not share a sample"),
+    (dict(evaluation=np.arange(1, 10)[[0, 3, 4, 5, 6, 7, 8]]), "seeds and evaluation sets must not share"),
+    (dict(evaluation=np.array([4, 4, 5, 6, 7, 8, 9])), "evaluation must increase strictly"),
+    (dict(indices=np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 8]), n_pool=10), "indices must increase strictly"),
+    (dict(noise_ratio="lots"), r"noise_ratio must be a number in \[0, 1\], got 'lots'"),
+    (dict(label_ratio=1.5), r"label_ratio must be a number in \[0, 1\], got 1.5"),
 ])
 def test_a_hand_built_task_is_checked(change, message):
     import dataclasses

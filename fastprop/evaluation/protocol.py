@@ -18,6 +18,7 @@ have truth -1 and samples whose confidence is below ``o_tau`` are predicted
 """
 
 import functools
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -36,10 +37,18 @@ MAX_BINS = 2**40
 
 
 def _frozen(array, dtype):
-    """A read-only copy of ``array``, so that a task cannot be changed in place."""
-    array = np.array(array, dtype=dtype)
-    array.flags.writeable = False
-    return array
+    """A read-only copy of ``array``, so that a task cannot be changed in place.
+
+    Integers (``dtype`` int64) or booleans (``dtype`` bool) only, or nothing:
+    a cast would truncate 2.7 to 2, or read any nonzero as True.
+    """
+    values = np.asarray(array)
+    kinds = "b" if dtype is bool else "iu"
+    if values.size and values.dtype.kind not in kinds:
+        raise TypeError(f"got {values.dtype} values, e.g. {values.ravel()[0].item()!r}")
+    values = np.array(values, dtype=dtype)
+    values.flags.writeable = False
+    return values
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +125,23 @@ class NoisyTask:
             raise ValueError("NoisyTask.validation's truth must be NoisyTask.truth at its positions.")
         if n and (self.indices.min() < 0 or self.indices.max() >= self.n_pool):
             raise ValueError(f"NoisyTask.indices must be pool indices in [0, n_pool - 1 = {self.n_pool - 1}].")
+        for name, where in (("indices", self.indices), ("validation positions", positions),
+                            ("evaluation", self.evaluation)):
+            if (np.diff(where) <= 0).any():
+                raise ValueError(f"NoisyTask {name} must increase strictly: no sample twice, in order.")
+        seeds = np.flatnonzero(self.seed_mask)
+        for first, second, these in (("seeds", "validation", (seeds, positions)),
+                                     ("seeds", "evaluation", (seeds, self.evaluation)),
+                                     ("validation", "evaluation", (positions, self.evaluation))):
+            if np.intersect1d(*these).size:
+                raise ValueError(f"NoisyTask's {first} and {second} sets must not share a sample.")
+        if (self.truth[seeds] < 0).any() or not np.array_equal(self.y, np.where(self.seed_mask, self.truth, -1)):
+            raise ValueError("NoisyTask.y must be the truth of the seeds (seed_mask), which are in-class, and -1 "
+                             "elsewhere.")
+        for name in ("noise_ratio", "label_ratio"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+                raise ValueError(f"NoisyTask.{name} must be a number in [0, 1], got {value!r}.")
 
     @property
     def n_samples(self):
