@@ -329,6 +329,11 @@ def fit_graph(features, n_neighbors, **options):
 def save_graph(path: str | os.PathLike, graph: sp.spmatrix | sp.sparray) -> None:
     """Save an affinity graph to ``path`` as ``.npz`` (CSR arrays, no pickle).
 
+    What is saved is the graph as every fit reads it
+    (:func:`fastprop._validation.check_graph`): float32 weights (a float64
+    weight keeps float32's 24 bits) and no self loops (the methods add their
+    own), so a fit on the loaded graph is the fit on ``graph``.
+
     The file is written under a hidden temporary name next to ``path``
     (``.<name>.<random>.tmp``, which no ``*.npz`` glob matches) and renamed,
     so an interrupted save never leaves a half-written file; the temporary
@@ -378,12 +383,7 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
     if n_samples is not None:
         n_samples = check_integer("n_samples", n_samples, low=0)
     with NpzArchive(path) as archive:
-        missing = {"shape", "indptr", "indices", "data"} - set(archive.names)
-        if missing:
-            raise ValueError(
-                f"{path}: is not a fastprop graph file: arrays {sorted(missing)} are missing "
-                f"(found {archive.names}). Write it with fastprop.save_graph."
-            )
+        # the format first: scipy's file of a coo matrix has no indptr, and "convert it" is the answer there
         stored_format = _small_array(archive, "format", 0).tolist() if "format" in archive.names else "csr"
         if stored_format not in ("csr", b"csr"):
             if isinstance(stored_format, bytes):
@@ -391,6 +391,12 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
             raise ValueError(
                 f"{path}: holds a {str(stored_format)[:20]!r} matrix; fastprop graph files hold CSR "
                 "matrices (fastprop.save_graph, or scipy.sparse.save_npz of a csr_matrix: convert with .tocsr())."
+            )
+        missing = {"shape", "indptr", "indices", "data"} - set(archive.names)
+        if missing:
+            raise ValueError(
+                f"{path}: is not a fastprop graph file: arrays {sorted(missing)} are missing "
+                f"(found {archive.names}). Write it with fastprop.save_graph."
             )
         shape = _small_array(archive, "shape", 1)
         if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer) or shape[0] != shape[1] or shape[0] < 0:

@@ -523,9 +523,11 @@ def test_run_method_names_a_wrong_task_or_fitted_result():
         run_method("SGC + ConfNet", X, task, None, 0, fitted={})
 
 
-def test_a_graph_file_of_another_sparse_format_is_named_plainly(tmp_path):
-    sp.save_npz(tmp_path / "g.npz", sp.random(5, 5, density=0.5, format="csc", random_state=0))
-    with pytest.raises(ValueError, match=r"holds a 'csc' matrix; fastprop graph files hold CSR .*\.tocsr\(\)"):
+@pytest.mark.parametrize("stored", ["csc", "coo"])
+def test_a_graph_file_of_another_sparse_format_is_named_plainly(tmp_path, stored):
+    # a coo file has no indptr: it was "not a fastprop graph file: arrays ['indices', 'indptr'] are missing"
+    sp.save_npz(tmp_path / "g.npz", sp.random(5, 5, density=0.5, format=stored, random_state=0))
+    with pytest.raises(ValueError, match=rf"holds a '{stored}' matrix; fastprop graph files hold CSR .*\.tocsr\(\)"):
         load_graph(tmp_path / "g.npz")
 
 
