@@ -91,6 +91,7 @@ class PatchWorkspace:
         self.exclusion_queue = np.empty(n_vertices, dtype=np.int64)
         self.exclusion_depth = np.empty(n_vertices, dtype=np.int64)
         self._deferred = np.empty(4 * n_slots, dtype=np.int64)  # starts set aside while filling a batch
+        self._deferred_keys = np.empty(4 * n_slots, dtype=np.float64)  # and their heap keys
         self._patches = 0
         self._exclusions = 0
 
@@ -148,7 +149,7 @@ class PatchWorkspace:
             self.indptr, self.indices, self.settings.min_gain, self.settings.max_patch_size,
             self.settings.exclusion_hops, process_capped_patches, self.stamp, self._patches, self.local_index,
             self.patches, self.sizes, self.exclusion_stamp, self._exclusions, self.exclusion_queue,
-            self.exclusion_depth, self._deferred,
+            self.exclusion_depth, self._deferred, self._deferred_keys,
         )
         return n_batch, exhausted, n_starts
 
@@ -268,7 +269,7 @@ class StartQueue:
 
     def pop(self, excluded):
         """The best candidate not excluded, or -1 when none is left."""
-        vertex, self.size = heap_pop_start(self.priority, self.rank, self.vertex, self.size, excluded)
+        vertex, _, self.size = heap_pop_start(self.priority, self.rank, self.vertex, self.size, excluded)
         return int(vertex)
 
 

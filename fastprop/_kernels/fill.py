@@ -10,7 +10,7 @@ done here without a trip through Python and Numba's dispatcher; the time
 import numba
 
 from .._config import JIT_OPTIONS
-from .heap import heap_pop_start, heap_push
+from .heap import heap_pop_start, heap_push_keys
 from .patches import PATCH_OVERLAP, PATCH_TOO_LARGE, extract_patch
 from .views import exclude_neighbourhood
 
@@ -18,7 +18,8 @@ from .views import exclude_neighbourhood
 @numba.njit(**JIT_OPTIONS)
 def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded, confidence, indptr, indices,
                      min_gain, max_size, exclusion_hops, process_capped, stamp, stamp_value, local_index, patches,
-                     sizes, exclusion_stamp, exclusion_value, exclusion_queue, exclusion_depth, deferred):
+                     sizes, exclusion_stamp, exclusion_value, exclusion_queue, exclusion_depth, deferred,
+                     deferred_keys):
     """Take starts in queue order and grow their patches until the batch is full.
 
     The queue is the binary heap ``priority``/``rank``/``heap_vertex`` of
@@ -27,9 +28,9 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     (:func:`~fastprop._kernels.patches.extract_patch`, stamped
     ``stamp_value + 1``, ``+ 2``, ...) goes to the next free slot of
     ``patches`` (``patches.shape[0]`` slots). A start whose patch would
-    overlap one already in the batch is set aside and pushed back, with
-    ``confidence``, when the batch is done: it is tried again in the next
-    one. Any other start is counted, and it and its ``exclusion_hops``-hop
+    overlap one already in the batch is set aside (in ``deferred``, its
+    heap key in ``deferred_keys``) and pushed back with the key it had when
+    the batch is done: it is tried again in the next one, in its place. Any other start is counted, and it and its ``exclusion_hops``-hop
     neighbours are excluded from being starts
     (:func:`~fastprop._kernels.views.exclude_neighbourhood`, stamped
     ``exclusion_value + 1``, ...). A patch that is not viable (it reached
@@ -57,7 +58,7 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     for _ in range(deferred.shape[0]):
         if n_batch == n_slots:
             break
-        start, heap_size = heap_pop_start(priority, rank, heap_vertex, heap_size, excluded)
+        start, key, heap_size = heap_pop_start(priority, rank, heap_vertex, heap_size, excluded)
         if start < 0:
             exhausted = n_deferred == 0
             break
@@ -67,6 +68,7 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
         if outcome == PATCH_OVERLAP:
             _release(patches[n_batch], size, stamp)
             deferred[n_deferred] = start
+            deferred_keys[n_deferred] = key
             n_deferred += 1
             continue
         n_starts += 1
@@ -78,7 +80,8 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
             continue
         sizes[n_batch] = size
         n_batch += 1
-    heap_size = heap_push(priority, rank, heap_vertex, heap_size, deferred[:n_deferred], confidence, tie_rank)
+    heap_size = heap_push_keys(priority, rank, heap_vertex, heap_size, deferred[:n_deferred],
+                               deferred_keys[:n_deferred], tie_rank)
     return n_batch, exhausted, heap_size, stamp_value, exclusion_value, n_starts
 
 

@@ -27,6 +27,23 @@ def _swap(priority, rank, vertex, a, b):
 
 
 @numba.njit(**JIT_OPTIONS)
+def _push_entry(priority, rank, vertex, size, key, entry_rank, v):
+    """Push the entry ``(key, entry_rank, v)``; returns the new size."""
+    child = size
+    priority[child] = key
+    rank[child] = entry_rank
+    vertex[child] = v
+    size += 1
+    while child > 0:
+        parent = (child - 1) // 2
+        if not _precedes(priority, rank, vertex, child, parent):
+            break
+        _swap(priority, rank, vertex, child, parent)
+        child = parent
+    return size
+
+
+@numba.njit(**JIT_OPTIONS)
 def heap_push(priority, rank, vertex, size, vertices, confidence, tie_rank):
     """Push ``(-confidence[v], tie_rank[v], v)`` for each ``v`` of ``vertices``.
 
@@ -35,17 +52,20 @@ def heap_push(priority, rank, vertex, size, vertices, confidence, tie_rank):
     """
     for new in range(vertices.shape[0]):
         v = vertices[new]
-        child = size
-        priority[child] = -confidence[v]
-        rank[child] = tie_rank[v]
-        vertex[child] = v
-        size += 1
-        while child > 0:
-            parent = (child - 1) // 2
-            if not _precedes(priority, rank, vertex, child, parent):
-                break
-            _swap(priority, rank, vertex, child, parent)
-            child = parent
+        size = _push_entry(priority, rank, vertex, size, -confidence[v], tie_rank[v], v)
+    return size
+
+
+@numba.njit(**JIT_OPTIONS)
+def heap_push_keys(priority, rank, vertex, size, vertices, keys, tie_rank):
+    """Push ``(keys[j], tie_rank[v], v)`` for each ``v = vertices[j]``: entries popped before, put back as they were.
+
+    The arrays must have room for ``size + len(vertices)`` entries. Returns
+    the new size.
+    """
+    for new in range(vertices.shape[0]):
+        v = vertices[new]
+        size = _push_entry(priority, rank, vertex, size, keys[new], tie_rank[v], v)
     return size
 
 
@@ -53,10 +73,12 @@ def heap_push(priority, rank, vertex, size, vertices, confidence, tie_rank):
 def heap_pop_start(priority, rank, vertex, size, excluded):
     """Pop entries until one whose vertex is not ``excluded``.
 
-    Returns ``(vertex, new size)``; the vertex is -1 when the heap ran empty.
+    Returns ``(vertex, key, new size)``, ``key`` the entry's priority; the
+    vertex is -1 (and the key 0) when the heap ran empty.
     """
     while size > 0:
         top = vertex[0]
+        key = priority[0]
         size -= 1
         if size > 0:
             priority[0] = priority[size]
@@ -73,5 +95,5 @@ def heap_pop_start(priority, rank, vertex, size, excluded):
                 _swap(priority, rank, vertex, parent, smallest)
                 parent = smallest
         if not excluded[top]:
-            return top, size
-    return -1, size
+            return top, key, size
+    return -1, 0.0, size
