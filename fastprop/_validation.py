@@ -26,12 +26,6 @@ _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
 
 
-
-def _outside_safe_range(largest):
-    """Rows (by their largest magnitude) outside ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]``; all-zero rows are not."""
-    return (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
-
-
 def _shown(indices):
     """Format the first few of ``indices`` for an error message."""
     indices = [int(i) for i in indices[:_MAX_SHOWN]]
@@ -43,12 +37,15 @@ class NonNumericInputError(ValueError, TypeError):
     as NumPy's own conversion raises)."""
 
 
+#: Mirrored weights this close (relative to the larger) are equal for :func:`check_symmetric_graph`: float32
+#: rounding of a product computed in another order (an ulp is ~6e-8) is far inside it.
+SYMMETRY_TOLERANCE = 1e-5
 #: ``check_features`` without ``rescale_rows`` refuses a row whose largest magnitude is below this:
 #: float32's smallest normal number divided by 2**11, where its subnormals keep fewer than 12 bits.
 _SMALLEST_FLOAT32_ROW = float(np.finfo(np.float32).tiny) * 2.0**-11
 
 
-def check_features(X, *, name="X", cosine=True, rescale_rows=False, read_as_they_are=None):
+def check_features(X, *, name="X", cosine=True, rescale_rows=False, computing_method=None):
     """Validate a feature matrix and return it as C-contiguous float32.
 
     Parameters
@@ -68,11 +65,13 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False, read_as_they
         float32 rows as large as 1e38, or float64 rows as large as 1e300,
         would otherwise give inf or NaN). Rows inside the range, as every
         ordinary embedding is, are left as they are.
-    read_as_they_are : str or None, default=None
+    computing_method : str or None, default=None
         For a method (named here) that computes on the features themselves,
         not their directions (a baseline's network): a row whose largest
-        magnitude is outside ``[2**-40, 2**40]`` is refused, where its
-        products overflow or its training goes silently wrong.
+        magnitude is above ``2**40``, where its products overflow, is
+        refused, and so are features all below ``2**-40`` in magnitude,
+        where float32 keeps few of their bits (a single small row, e.g. a
+        centred sample at the mean, is fine).
 
     Returns
     -------
@@ -127,7 +126,7 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False, read_as_they
     largest = _largest_magnitudes(array, name)
     exponents = None
     if rescale_rows:
-        outside = _outside_safe_range(largest)
+        outside = (largest > 0) & ((largest < 2.0**-_SAFE_EXPONENT) | (largest > 2.0**_SAFE_EXPONENT))
         if outside.any():
             exponents = np.where(outside, np.frexp(largest)[1], 0)
     elif array.dtype.itemsize > 4 and np.issubdtype(array.dtype, np.floating):
@@ -144,16 +143,18 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False, read_as_they
                     f"{name} has {bad.size} row(s) {what}, the first is row {bad[0]} (largest magnitude "
                     f"{float(largest[bad[0]]):.3g}). fastprop computes in float32: scale {name} {direction} first."
                 )
-    if read_as_they_are is not None:
-        outside = _outside_safe_range(largest)
-        if outside.any():
-            bad = np.flatnonzero(outside)
+    if computing_method is not None:
+        huge = np.flatnonzero(largest > 2.0**_SAFE_EXPONENT)
+        scale = float(largest.max())
+        if huge.size or 0 < scale < 2.0**-_SAFE_EXPONENT:
+            where = (f"{huge.size} row(s) with a magnitude above 2**{_SAFE_EXPONENT} (~1e12), the first is row "
+                     f"{huge[0]} ({float(largest[huge[0]]):.3g})" if huge.size else
+                     f"no magnitude above 2**-{_SAFE_EXPONENT} (~1e-12; its largest is {scale:.3g})")
             raise ValueError(
-                f"{name} has {bad.size} row(s) whose largest magnitude is outside [2**-{_SAFE_EXPONENT}, "
-                f"2**{_SAFE_EXPONENT}] (~[1e-12, 1e12]), the first is row {bad[0]} ({float(largest[bad[0]]):.3g}): "
-                f"{read_as_they_are} computes on the features as they are, and at that scale its training "
-                f"overflows or learns nothing. Scale {name} first, e.g. divide it by its largest magnitude "
-                f"(FastProp and the graph-only methods use the rows' directions and take them as they are)."
+                f"{name} has {where}: {computing_method} computes on the features as they are, and at that scale "
+                f"its products overflow or float32 keeps few of their bits. Scale {name} first, e.g. divide it by "
+                f"its largest magnitude (FastProp and the graph-only methods use the rows' directions and take "
+                f"them as they are)."
             )
     if exponents is None:
         features = np.ascontiguousarray(array, dtype=np.float32)
@@ -344,17 +345,18 @@ def check_graph(graph, n_samples=None, *, name="graph"):
     return _canonical_csr(shape, graph.indptr, indices, data, name, original=original, owned=original is None)
 
 
-
 def check_symmetric_graph(graph, needed_by, reason):
     """Refuse a graph (the output of :func:`check_graph`) whose weights are not symmetric.
 
     ``needed_by`` names the method and ``reason`` says why it needs them so.
+    Weights equal up to float32 rounding (:data:`SYMMETRY_TOLERANCE`, e.g.
+    a dense cosine matrix computed as ``X @ X.T``) are symmetric.
     """
-    if not has_symmetric_weights(graph.indptr, graph.indices, graph.data):
+    if not has_symmetric_weights(graph.indptr, graph.indices, graph.data, SYMMETRY_TOLERANCE):
         raise ValueError(
             f"{needed_by} needs a graph with symmetric weights ({reason}), but an entry (i, j) of this one has "
-            "no equal entry (j, i): a directed kNN graph, e.g. scikit-learn's kneighbors_graph, is not. "
-            "Symmetrise it first, e.g. graph.maximum(graph.T) as fastprop.build_knn_graph does, or "
+            "no entry (j, i) of the same weight: a directed kNN graph, e.g. scikit-learn's kneighbors_graph, "
+            "is not. Symmetrise it first, e.g. graph.maximum(graph.T) as fastprop.build_knn_graph does, or "
             "(graph + graph.T) / 2."
         )
 

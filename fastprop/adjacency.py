@@ -91,7 +91,7 @@ class RandomWalk:
     def symmetric(self):
         """Whether the graph's weights are symmetric: then ``S^T = D~ S D~^-1`` (checked once, O(nnz))."""
         if self._symmetric is None:
-            graph = self.graph  # the kernel's binary search needs sorted rows (``check_graph``'s are)
+            graph = self.graph  # the one-pass check needs sorted rows (``check_graph``'s are)
             self._symmetric = bool(graph.has_sorted_indices
                                    and has_symmetric_weights(graph.indptr, graph.indices, graph.data))
         return self._symmetric

@@ -417,7 +417,8 @@ def propagate(workspace, predictor, seed_class, tie_rank, *, confident_threshold
     single_view_restarts : bool
         When no start is left, queue the vertices seen by one patch only
         (:func:`_push_single_view_starts`) and go on; the loop ends when
-        none is left to queue either.
+        none is left to queue either. False here, the paper's loop;
+        ``FastProp`` passes its own setting (True by default).
     confidence_override : callable or None
         For the ``confidence="random"`` ablation: given the vertices just
         updated, returns the confidences the scheduler uses for them.

@@ -423,21 +423,34 @@ def test_a_graph_with_asymmetric_weights_is_refused_where_the_equations_need_sym
     assert_array_equal(symmetrised.transduction_, FACTORIES[name]().fit(X, y, graph=graph).transduction_)
     for other in ("LabelSpreading", "SGC"):  # not refused: their iterations are defined for any weights
         FACTORIES[other]().fit(X, y, graph=directed)
+    # symmetric up to float32 rounding (as a cosine matrix computed as X @ X.T / |x_i| / |x_j| is), accepted
+    rounded = sp.csr_matrix(sp.triu(graph) * (1 + 2e-7) + sp.tril(graph), dtype=np.float32)
+    assert (rounded != rounded.T).nnz  # not bit for bit
+    model = FACTORIES[name]().fit(X, y, graph=rounded)
+    assert_array_equal(model.transduction_, FACTORIES[name]().fit(X, y, graph=graph).transduction_)
 
 
-@pytest.mark.parametrize("scale", [1e30, 1e-20])
-def test_features_far_out_of_range_are_refused_by_the_methods_that_compute_on_them(scale, toy):
+@pytest.mark.parametrize("scale, message", [(1e30, r"1 row\(s\) with a magnitude above 2\*\*40"),
+                                            (1e-20, r"no magnitude above 2\*\*-40")])
+def test_features_far_out_of_range_are_refused_by_the_methods_that_compute_on_them(scale, message, toy):
     # Finite float32 features at 1e30 made GCN, GAT, FastGCN, GraphSAGE and SGC return near-chance labels with
     # overflow warnings or none (found by fuzzing); the graph-only methods use the rows' directions alone.
     X, labels, graph, y = toy
-    far = (X * scale).astype(np.float32)
+    far = X.copy()
+    if scale > 1:
+        far[7] *= np.float32(scale)  # one row is enough to overflow
+    else:
+        far *= np.float32(scale)  # all of them: a single small row is fine (below)
     for name in sorted(FACTORIES):
         model = FACTORIES[name]()
         if model._reads_features:
-            with pytest.raises(ValueError, match=f"{name} computes on the features as they are.*Scale X first"):
+            with pytest.raises(ValueError, match=f"{message}.*{name} computes on the features as they are.*Scale X"):
                 model.fit(far, y, graph=graph)
         else:
             assert (model.fit(far, y, graph=graph).transduction_[y == -1] == labels[y == -1]).mean() > 0.95, name
+    small_row = X.copy()
+    small_row[7] *= np.float32(1e-13)  # e.g. a sample at the mean, once centred
+    SGC().fit(small_row, y, graph=graph)
 
 
 def test_graph_is_built_when_not_given(toy):

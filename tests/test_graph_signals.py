@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import build_knn_graph
+from fastprop._kernels.csr import has_symmetric_weights
 from fastprop.adjacency import RandomWalk
 from fastprop.graph_signals import (
     MAX_VALIDATION_SOURCES,
@@ -86,6 +87,15 @@ def test_symmetric_weights_are_told_as_scipy_tells_them():
     graph.has_sorted_indices = False
     # told as asymmetric (walks of full length, still right): the one-pass check needs sorted rows
     assert not RandomWalk(graph).symmetric
+
+
+def test_mirrored_weights_may_differ_by_a_relative_tolerance():
+    graph = sp.csr_matrix(np.array([[0, 2, 0], [2, 0, 1], [0, 1, 0]], dtype=np.float32))
+    for change, symmetric_within_1e_5 in ((1 + 1e-7, True), (1 + 1e-3, False)):
+        changed = graph.copy()
+        changed.data[0] *= change  # (0, 1) against (1, 0)
+        arrays = changed.indptr, changed.indices, changed.data
+        assert not has_symmetric_weights(*arrays) and has_symmetric_weights(*arrays, 1e-5) == symmetric_within_1e_5
 
 
 @pytest.mark.parametrize("n_sources", [0, 1, SOURCE_BLOCK + 3])

@@ -3,11 +3,14 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.optimize import minimize
+from scipy.special import log_expit
 
 from fastprop import build_knn_graph
 from fastprop.adjacency import RandomWalk
 from fastprop.baselines import SGC
-from fastprop.confnet import _standardisation, confnet_confidence, refine_confidence, structural_features
+from fastprop.confnet import (_standardisation, confnet_confidence, extreme_vertices, refine_confidence,
+                              structural_features)
 from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.evaluation.protocol import make_noisy_task, outlier_auroc
 
@@ -115,11 +118,6 @@ def test_confnet_reaches_its_optimum_whatever_the_descriptors_offset():
     for same in (3.0 * distributions, distributions / distributions.sum(axis=1, keepdims=True)):
         assert_allclose(refine_confidence(graph, same, random_state=0), refined, rtol=0, atol=1e-9)
     # ConfNet's scores against the penalised optimum found by SciPy on the same rows, uncentred
-    from scipy.optimize import minimize
-    from scipy.special import log_expit
-
-    from fastprop.confnet import extreme_vertices
-
     walk = RandomWalk(graph)
     candidates = np.arange(300)
     inputs = structural_features(walk, distributions, np.zeros(300, dtype=np.int64))
@@ -132,7 +130,8 @@ def test_confnet_reaches_its_optimum_whatever_the_descriptors_offset():
 
     def loss(params):
         scores = scaled @ params[:-1] + params[-1]
-        return -np.mean(targets * log_expit(scores) + (1 - targets) * log_expit(-scores)) + 0.5 * l2 * params[:-1] @ params[:-1]
+        log_loss = -np.mean(targets * log_expit(scores) + (1 - targets) * log_expit(-scores))
+        return log_loss + 0.5 * l2 * params[:-1] @ params[:-1]
 
     optimum = minimize(loss, np.zeros(rows.shape[1] + 1), method="BFGS", options={"gtol": 1e-10, "maxiter": 100000}).x
     weights = optimum[:-1] / _standardisation(rows)[1]

@@ -143,13 +143,14 @@ def scale_rows(indptr, data, factors):
 
 
 @numba.njit(**JIT_OPTIONS)
-def has_symmetric_weights(indptr, indices, data):
+def has_symmetric_weights(indptr, indices, data, tolerance=0.0):
     """Whether every entry ``(i, j, w)`` of a CSR matrix with sorted rows and no duplicate has its mirror ``(j, i, w)``.
 
-    One pass in row order, no transposed copy: the mirrors of row ``i``'s
-    entries above the diagonal are, in row ``j``, the entries left of the
-    diagonal, met in column order as the rows go by; a cursor per row
-    marks how many of them have been matched. O(nnz).
+    Mirrored weights may differ by ``tolerance`` times the larger of the
+    two (0: they must be equal). One pass in row order, no transposed copy:
+    the mirrors of row ``i``'s entries above the diagonal are, in row ``j``,
+    the entries left of the diagonal, met in column order as the rows go
+    by; a cursor per row marks how many of them have been matched. O(nnz).
     """
     cursor = indptr[:-1].copy()
     for row in range(indptr.size - 1):
@@ -162,7 +163,10 @@ def has_symmetric_weights(indptr, indices, data):
                     return False
                 continue
             mirror = cursor[column]
-            if mirror == indptr[column + 1] or indices[mirror] != row or data[mirror] != data[entry]:
+            if mirror == indptr[column + 1] or indices[mirror] != row:
+                return False
+            if data[mirror] != data[entry] and (
+                    abs(data[mirror] - data[entry]) > tolerance * max(abs(data[mirror]), abs(data[entry]))):
                 return False
             cursor[column] = mirror + 1
     return True

@@ -30,7 +30,8 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     ``patches`` (``patches.shape[0]`` slots). A start whose patch would
     overlap one already in the batch is set aside (in ``deferred``, its
     heap key in ``deferred_keys``) and pushed back with the key it had when
-    the batch is done: it is tried again in the next one, in its place. Any other start is counted, and it and its ``exclusion_hops``-hop
+    the batch is done: it is tried again in the next one, in its place.
+    Any other start is counted, and it and its ``exclusion_hops``-hop
     neighbours are excluded from being starts
     (:func:`~fastprop._kernels.views.exclude_neighbourhood`, stamped
     ``exclusion_value + 1``, ...). A patch that is not viable (it reached

@@ -103,14 +103,14 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=Non
     that does not ``reads_features`` (it uses ``X`` only for the graph)
     gets its rows rescaled where their scale leaves float32's range, as
     the graph build reads them, rather than refused; a method that does
-    (named ``method``) gets rows far outside ``[2**-40, 2**40]`` refused.
-    ``symmetric_for``:
-    ``(method name, why)`` for a method whose equations need symmetric
-    weights; a graph without them is refused.
+    (named ``method``) gets features far out of range refused
+    (:func:`~fastprop._validation.check_features`'s ``computing_method``).
+    ``symmetric_for`` is ``(method name, why)`` for a method whose
+    equations need symmetric weights: a graph without them is refused.
     """
     check_integer("n_neighbors", n_neighbors, low=1)
     features = check_features(X, cosine=graph is None, rescale_rows=not reads_features,
-                              read_as_they_are=method if reads_features else None)
+                              computing_method=method if reads_features else None)
     n_samples = features.shape[0]
     classes, encoded = check_labels(y, n_samples)
     if graph is None:
