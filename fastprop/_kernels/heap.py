@@ -27,33 +27,13 @@ def _swap(priority, rank, vertex, a, b):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _push_entry(priority, rank, vertex, size, key, entry_rank, v):
-    """Push the entry ``(key, entry_rank, v)``; returns the new size."""
-    child = size
-    priority[child] = key
-    rank[child] = entry_rank
-    vertex[child] = v
-    size += 1
-    while child > 0:
-        parent = (child - 1) // 2
-        if not _precedes(priority, rank, vertex, child, parent):
-            break
-        _swap(priority, rank, vertex, child, parent)
-        child = parent
-    return size
-
-
-@numba.njit(**JIT_OPTIONS)
 def heap_push(priority, rank, vertex, size, vertices, confidence, tie_rank):
     """Push ``(-confidence[v], tie_rank[v], v)`` for each ``v`` of ``vertices``.
 
     The arrays must have room for ``size + len(vertices)`` entries. Returns
     the new size.
     """
-    for new in range(vertices.shape[0]):
-        v = vertices[new]
-        size = _push_entry(priority, rank, vertex, size, -confidence[v], tie_rank[v], v)
-    return size
+    return heap_push_keys(priority, rank, vertex, size, vertices, -confidence[vertices], tie_rank)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -65,7 +45,17 @@ def heap_push_keys(priority, rank, vertex, size, vertices, keys, tie_rank):
     """
     for new in range(vertices.shape[0]):
         v = vertices[new]
-        size = _push_entry(priority, rank, vertex, size, keys[new], tie_rank[v], v)
+        child = size
+        priority[child] = keys[new]
+        rank[child] = tie_rank[v]
+        vertex[child] = v
+        size += 1
+        while child > 0:
+            parent = (child - 1) // 2
+            if not _precedes(priority, rank, vertex, child, parent):
+                break
+            _swap(priority, rank, vertex, child, parent)
+            child = parent
     return size
 
 
