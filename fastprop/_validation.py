@@ -38,7 +38,8 @@ class NonNumericInputError(ValueError, TypeError):
 
 
 #: Mirrored weights this close (relative to the larger) are equal for :func:`check_symmetric_graph`: float32
-#: rounding of a product computed in another order (an ulp is ~6e-8) is far inside it.
+#: rounding of a kNN graph's weights computed in another order (an ulp is ~6e-8; within 1.3e-6 for cosines above
+#: 0.1) is far inside it. Cosines near 0 summed in another order can differ more (a relative 6e-3).
 SYMMETRY_TOLERANCE = 1e-5
 #: ``check_features`` without ``rescale_rows`` refuses a row whose largest magnitude is below this:
 #: float32's smallest normal number divided by 2**11, where its subnormals keep fewer than 12 bits.
@@ -350,7 +351,7 @@ def check_symmetric_graph(graph, needed_by, reason):
 
     ``needed_by`` names the method and ``reason`` says why it needs them so.
     Weights equal up to float32 rounding (:data:`SYMMETRY_TOLERANCE`, e.g.
-    a dense cosine matrix computed as ``X @ X.T``) are symmetric.
+    a kNN graph's cosines computed in another order) are symmetric.
     """
     if not has_symmetric_weights(graph.indptr, graph.indices, graph.data, SYMMETRY_TOLERANCE):
         raise ValueError(

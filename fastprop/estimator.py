@@ -95,10 +95,11 @@ class FastProp(TransductiveEstimator):
         becomes confident, and the paper's loop left the cluster unseen
         beyond that patch: three separated clusters, two of them with one
         seed, lost both to the outlier threshold (accuracy 0.33 against 1.00).
-        On the real sets hardly a vertex is seen once when the loop ends:
-        a tie on the levers tasks (+0.01 to +0.13 points a cell on average
-        at 0.5 and 1% seeds, with and without a validation set; every cell
-        inside its spread; bench/RESULTS.md).
+        On the real sets the restarts grow few patches or none (the vertices
+        seen once sit next to confident regions): a tie on the levers tasks
+        (+0.01 to +0.13 points a cell on average at 0.5 and 1% seeds, with
+        and without a validation set; every cell inside its spread;
+        bench/RESULTS.md).
     local_predictor : {"sgc", "gcn", "gat"}, default="sgc"
         The network that labels a patch (the paper's Table 2 columns).
         ``"sgc"``: ``softmax(S_P^depth X W + b)``, linear before its softmax

@@ -168,6 +168,16 @@ def test_propagate_fits_with_the_k_of_its_graph(capsys, files):
     graph_only = FastProp(random_state=3).fit(X, seeds, graph=build_knn_graph(X, 7, random_state=3),
                                               validation=(unlabeled, truth[unlabeled]))
     assert not np.array_equal(graph_only.confidence_, expected.confidence_)  # what it gave before
+    # a graph file does not keep its K: with --graph, --neighbors gives it
+    status, _, err = run(["graph", "--features", files["X"], "--out", files["out"] / "g7.npz", "--neighbors", 7,
+                          "--seed", 3], capsys)
+    assert status == 0, err
+    status, _, err = run(["propagate", "--features", files["X"], "--labels", files["y"], "--validation", validation,
+                          "--graph", files["out"] / "g7.npz", "--neighbors", 7, "--seed", 3,
+                          "--out", files["out"] / "g7k7.npz"], capsys)
+    assert status == 0, err
+    with np.load(files["out"] / "g7k7.npz", allow_pickle=False) as result:
+        np.testing.assert_array_equal(result["confidence"], expected.confidence_)
 
 
 def test_text_labels_validation_and_threshold_options(capsys, files):

@@ -139,3 +139,14 @@ def test_stage_reporter_closes_the_patch_loop_with_how_far_it_got():
     assert "55/100" not in text and "%" not in text
     assert "FastProp: training ConfNet: done in" in text
     assert "FastProp: provisional classes and threshold: done in" in text
+
+
+def test_the_demo_fits_fastprop_with_the_k_of_its_graph(monkeypatch, capsys):
+    # the graph had --neighbors K, FastProp kept n_neighbors=30 (its calibration's local density reads it)
+    made = []
+    fastprop_model = _demo.fastprop_model
+    monkeypatch.setattr(_demo, "fastprop_model",
+                        lambda *args, **params: made.append(params["n_neighbors"]) or fastprop_model(*args, **params))
+    assert main(["demo", "--samples", "300", "--classes", "3", "--neighbors", "9", "--seed", "1"]) == 0
+    capsys.readouterr()
+    assert made == [9]

@@ -421,6 +421,9 @@ def test_a_task_subset_of_a_sparse_matrix_says_so():
     (dict(indices=np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 8]), n_pool=10), "indices must increase strictly"),
     (dict(noise_ratio="lots"), r"noise_ratio must be a number in \[0, 1\], got 'lots'"),
     (dict(label_ratio=1.5), r"label_ratio must be a number in \[0, 1\], got 1.5"),
+    (dict(n_pool=10.5), r"n_pool must be an integer, got 10.5"),
+    (dict(classes=np.array([8, 3])), "classes must increase strictly"),
+    (dict(indices=np.array([0, None, 2, 3, 4, 5, 6, 7, 8, 9], dtype=object)), r"got object values, e.g. 0"),
 ])
 def test_a_hand_built_task_is_checked(change, message):
     import dataclasses

@@ -96,15 +96,17 @@ def separated_clusters(seed, per_cluster=40, seeds_per_cluster=(6, 1, 1)):
     return graph, seed_class, logits, np.zeros(n_classes), rng.permutation(truth.size), truth
 
 
-@pytest.mark.parametrize("seed, seeds_per_cluster, batch_size, min_gain", [
-    (1, (6, 1, 1), 1, 15.0), (3, (6, 1, 1), 3, 15.0),
+@pytest.mark.parametrize("seed, seeds_per_cluster, batch_size, min_gain, hops", [
+    (1, (6, 1, 1), 1, 15.0, 1), (3, (6, 1, 1), 3, 15.0, 1),
     # batches that set restarts aside for the next batch: they go back with their own priority, not epsilon's
-    (5, (6, 1, 1), 2, 8.0), (0, (6, 1, 1, 1, 1), 3, 8.0), (2, (3, 2, 1, 1), 4, 8.0),
+    (5, (6, 1, 1), 2, 8.0, 1), (0, (6, 1, 1, 1, 1), 3, 8.0, 1), (2, (3, 2, 1, 1), 4, 8.0, 1),
+    # a restart since made confident has two entries: once one is set aside, the other costs no look
+    (11, (6, 1, 1), 2, 8.0, 0), (6, (2, 1), 3, 8.0, 0),
 ])
 @pytest.mark.parametrize("restarts", [False, True])
-def test_single_view_restarts_match_slow_reference(restarts, seed, seeds_per_cluster, batch_size, min_gain):
+def test_single_view_restarts_match_slow_reference(restarts, seed, seeds_per_cluster, batch_size, min_gain, hops):
     graph, seed_class, logits, bias, tie_rank, truth = separated_clusters(seed, seeds_per_cluster=seeds_per_cluster)
-    settings = PatchSettings(min_gain=min_gain, max_patch_size=60, exclusion_hops=1, depth=2)
+    settings = PatchSettings(min_gain=min_gain, max_patch_size=60, exclusion_hops=hops, depth=2)
     workspace = PatchWorkspace(graph, settings, logits.shape[1], n_slots=batch_size)
     state = propagate(workspace, LinearPatchPredictor(logits, bias), seed_class, tie_rank, confident_threshold=0.6,
                       single_view_confidence=1e-3, single_view_restarts=restarts)

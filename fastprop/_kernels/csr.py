@@ -144,10 +144,10 @@ def scale_rows(indptr, data, factors):
 
 @numba.njit(**JIT_OPTIONS)
 def has_symmetric_weights(indptr, indices, data, tolerance=0.0):
-    """Whether every entry ``(i, j, w)`` of a CSR matrix with sorted rows and no duplicate has its mirror ``(j, i, w)``.
+    """Whether every entry ``(i, j, w)`` of a CSR matrix with sorted rows and no duplicate has a mirror ``(j, i, w')``.
 
-    Mirrored weights may differ by ``tolerance`` times the larger of the
-    two (0: they must be equal). One pass in row order, no transposed copy:
+    ``w'`` is ``w`` or differs from it by at most ``tolerance`` times the
+    larger of the two (0: they must be equal; a NaN equals nothing). One pass in row order, no transposed copy:
     the mirrors of row ``i``'s entries above the diagonal are, in row ``j``,
     the entries left of the diagonal, met in column order as the rows go
     by; a cursor per row marks how many of them have been matched. O(nnz).
@@ -165,8 +165,8 @@ def has_symmetric_weights(indptr, indices, data, tolerance=0.0):
             mirror = cursor[column]
             if mirror == indptr[column + 1] or indices[mirror] != row:
                 return False
-            if data[mirror] != data[entry] and (
-                    abs(data[mirror] - data[entry]) > tolerance * max(abs(data[mirror]), abs(data[entry]))):
+            if not (data[mirror] == data[entry] or
+                    abs(data[mirror] - data[entry]) <= tolerance * max(abs(data[mirror]), abs(data[entry]))):
                 return False
             cursor[column] = mirror + 1
     return True

@@ -37,7 +37,10 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     ``exclusion_value + 1``, ...). A patch that is not viable (it reached
     ``max_size`` first, unless ``process_capped``, or it gains nothing)
     gives its vertices back. At most ``deferred.shape[0]`` starts are looked
-    at per batch.
+    at per batch. A vertex may have two entries (a restart that has since
+    become confident, :func:`fastprop.scheduler._push_single_view_starts`):
+    once one is set aside, the other is dropped without counting as a look,
+    so the vertex goes back once, with its better key.
 
     Returns
     -------
@@ -56,13 +59,17 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     n_deferred = 0
     n_starts = 0
     exhausted = False
-    for _ in range(deferred.shape[0]):
+    n_tries = 0
+    while n_tries < deferred.shape[0]:
         if n_batch == n_slots:
             break
         start, key, heap_size = heap_pop_start(priority, rank, heap_vertex, heap_size, excluded)
         if start < 0:
             exhausted = n_deferred == 0
             break
+        if _set_aside(start, deferred, n_deferred):
+            continue  # a second entry of a start already set aside (a restart since made confident): dropped
+        n_tries += 1
         stamp_value += 1
         size, outcome, gain = extract_patch(start, indptr, indices, confidence, min_gain, max_size, stamp,
                                             stamp_value, local_index, patches[n_batch], batch_start)
@@ -84,6 +91,15 @@ def fill_patch_batch(priority, rank, heap_vertex, heap_size, tie_rank, excluded,
     heap_size = heap_push_keys(priority, rank, heap_vertex, heap_size, deferred[:n_deferred],
                                deferred_keys[:n_deferred], tie_rank)
     return n_batch, exhausted, heap_size, stamp_value, exclusion_value, n_starts
+
+
+@numba.njit(**JIT_OPTIONS)
+def _set_aside(vertex, deferred, n_deferred):
+    """Whether ``vertex`` is among the ``n_deferred`` starts set aside in this batch."""
+    for slot in range(n_deferred):
+        if deferred[slot] == vertex:
+            return True
+    return False
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -236,8 +236,8 @@ def build_parser():
                                 "outlier threshold and the samples per class to this image (.png, "
                                 f".pdf, .svg); {_PLOT_NOTE}")
     propagate.add_argument("--graph", metavar="PATH",
-                           help="a graph from 'fastprop graph' on the same features; default: "
-                                "build one with --neighbors and --method")
+                           help="a graph from 'fastprop graph' on the same features (give --neighbors "
+                                "the K it was built with); default: build one with --neighbors and --method")
     propagate.add_argument("--validation", metavar="PATH",
                            help="CSV of index,label lines (an optional header may name the columns "
                                 "index and label in either order) for unlabeled samples "
@@ -258,7 +258,8 @@ def build_parser():
                                 "of them, the least confident, are the outliers (0: none); when "
                                 "unsure, err low")
     _add_graph_options(propagate, " built when --graph is not given, and FastProp's n_neighbors (the "
-                                  "calibration's local density, new points' neighbours)")
+                                  "calibration's local density, new points' neighbours): with --graph, "
+                                  "give the K it was built with")
     propagate.add_argument("--seed", type=_integer(0), default=0,
                            help="seed of FastProp's tie-breaking (and of hnswlib)")
 

@@ -45,7 +45,8 @@ def _frozen(array, dtype):
     values = np.asarray(array)
     kinds = "b" if dtype is bool else "iu"
     if values.size and values.dtype.kind not in kinds:
-        raise TypeError(f"got {values.dtype} values, e.g. {values.ravel()[0].item()!r}")
+        first = values.flat[0]
+        raise TypeError(f"got {values.dtype} values, e.g. {first.item() if isinstance(first, np.generic) else first!r}")
     values = np.array(values, dtype=dtype)
     values.flags.writeable = False
     return values
@@ -123,6 +124,10 @@ class NoisyTask:
                 raise ValueError(f"NoisyTask {name} must be task-local positions in [0, {n - 1}].")
         if not np.array_equal(validation_truth, self.truth[positions]):
             raise ValueError("NoisyTask.validation's truth must be NoisyTask.truth at its positions.")
+        if isinstance(self.n_pool, (bool, np.bool_)) or not isinstance(self.n_pool, numbers.Integral):
+            raise ValueError(f"NoisyTask.n_pool must be an integer, got {self.n_pool!r}.")
+        if (np.diff(self.classes) <= 0).any():
+            raise ValueError("NoisyTask.classes must increase strictly: each original class id once, in order.")
         if n and (self.indices.min() < 0 or self.indices.max() >= self.n_pool):
             raise ValueError(f"NoisyTask.indices must be pool indices in [0, n_pool - 1 = {self.n_pool - 1}].")
         for name, where in (("indices", self.indices), ("validation positions", positions),
