@@ -632,6 +632,10 @@ def test_validation_of_only_known_outliers_gives_a_finite_threshold(issue, tmp_p
                    "--outlier-share", "0.999", "--out", str(tmp_path / "s.npz")])
     out = capsys.readouterr().out
     assert status == 0 and "every unlabeled sample rejected: --outlier-share 0.999 rounds to all of them" in out
+    status = main(["propagate", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                   "--outlier-share", "0.99999999999", "--out", str(tmp_path / "s.npz")])
+    out = capsys.readouterr().out  # every digit: ":g" printed "1", out of the option's range
+    assert status == 0 and "--outlier-share 0.99999999999 rounds to all of them" in out
 
 
 @pytest.mark.parametrize("labels, message", [

@@ -89,7 +89,7 @@ def _summary(model, labels, seconds, rule):
     outliers = int(np.count_nonzero(model.transduction_ == model.unlabeled))
     if model.outlier_threshold_ > 1.0:  # from a validation set or an outlier share (a given threshold is <= 1)
         cause = ("on the validation samples, rejecting all of them scored best (e.g. all are known outliers)"
-                 if rule == "validation" else f"--outlier-share {model.outlier_share:g} rounds to all of them")
+                 if rule == "validation" else f"--outlier-share {_exactly(model.outlier_share)} rounds to all of them")
         why = f"every unlabeled sample rejected: {cause}"
     else:
         why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"
@@ -132,7 +132,7 @@ def run_propagate(args, progress):
     write_atomically(outputs)  # every output, or none
     rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
     if rule == "auto" and args.outlier_share is not None:
-        rule = f"the {args.outlier_share:g} least confident"
+        rule = f"the {_exactly(args.outlier_share)} least confident"
     print(_summary(model, labels, seconds, rule))
     print(f"wrote {', '.join(str(path) for path, _ in outputs)}")
     return 0
@@ -218,3 +218,8 @@ def run_bench(args, progress):
         _plots.save(_plots.confidence_figure(results, title), confidence_plot)
         print(f"wrote {confidence_plot}")
     return 0
+
+
+def _exactly(share):
+    """A share as the user wrote it, every digit kept (``:g`` showed 0.99999999999 as 1)."""
+    return np.format_float_positional(share, trim="-")
