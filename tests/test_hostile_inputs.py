@@ -21,7 +21,7 @@ from fastprop import FastProp, build_knn_graph, load_graph, refine_confidence
 from fastprop._files import read_npy, write_atomically
 from fastprop.baselines import SGC
 from fastprop.cli._label_files import load_labels
-from fastprop.cli._tables import read_feature_table
+from fastprop.cli._tables import MIN_INDEX_ROWS, read_feature_table
 from fastprop.evaluation.benchmark import GRAPH_ROW, format_markdown, run_method, run_table
 from fastprop.evaluation.datasets import make_noisy_mixture
 from fastprop.evaluation.protocol import make_noisy_task
@@ -419,6 +419,22 @@ def test_pandas_index_columns_are_named_whatever_the_features_hold(lines, messag
     expected = f"{message} in the header line: an index column.*to_csv\\(index=False\\).*row.names=FALSE"
     with pytest.raises(ValueError, match=expected):
         read_feature_table(lines)
+
+
+@pytest.mark.parametrize("header, first", [("index,f0,f1", 0), ("id,f0,f1", 1), (None, 0)])
+def test_a_named_index_column_is_refused_as_a_row_index(header, first):
+    # pandas' reset_index().to_csv(index=False) names it "index": it was read as a feature, and on the unit sphere it
+    # outweighed the others (every unlabeled sample rejected; found by a README audit)
+    rng = np.random.default_rng(0)
+    rows = [f"{first + row},{rng.normal():.4f},{rng.normal():.4f}" for row in range(MIN_INDEX_ROWS)]
+    name = header.split(",")[0] if header else "1"  # a table without a header numbers its columns from 1
+    with pytest.raises(ValueError, match=rf"first column \('{name}'\) holds {first}, {first + 1}, "
+                                         r"\.\.\., .* a row index .*put it after the others"):
+        read_feature_table(([header] if header else []) + rows)
+    X, _ = read_feature_table(([header] if header else []) + rows[: MIN_INDEX_ROWS - 1])  # too few rows to tell
+    assert X.shape == (MIN_INDEX_ROWS - 1, 3)
+    counts = ["f0,f1"] + [f"{row % 3},{row}" for row in range(MIN_INDEX_ROWS)]  # the second column is not first
+    assert read_feature_table(counts)[0].shape == (MIN_INDEX_ROWS, 2)
 
 
 @pytest.mark.parametrize("lines", [

@@ -30,6 +30,9 @@ _PANDAS_UNNAMED = re.compile(r"Unnamed: [0-9]+")
 _OTHER_SEPARATOR = re.compile(r"\S\s+\S")
 _SEPARATOR_HINT = ("the fields seem separated by something other than commas: save the table with commas, "
                    "e.g. numpy.savetxt(path, X, delimiter=',') or pandas' to_csv(path)")
+#: From this many rows up, a first feature column numbering the rows is refused as an index
+#: (:func:`_refuse_a_row_index`): below, a short column of small counts could number them by chance.
+MIN_INDEX_ROWS = 10
 
 
 class LabelColumn(NamedTuple):
@@ -258,6 +261,26 @@ def _features(data, columns, names, label_column):
     return X
 
 
+def _refuse_a_row_index(X, name):
+    """Refuse a first feature column that numbers the rows: 0, 1, ..., n-1 or 1, ..., n (from 10 rows up).
+
+    An unnamed index column is refused from the header (:func:`_has_header`);
+    a named one (``index``, ``id``, pandas' ``reset_index()``) was read as a
+    feature, and on the unit sphere it outweighs every other: every
+    unlabeled sample was rejected.
+    """
+    n_rows = X.shape[0]
+    if n_rows < MIN_INDEX_ROWS or X.shape[1] < 2:
+        return
+    for first in (0, 1):
+        if np.array_equal(X[:, 0], np.arange(first, first + n_rows)):
+            raise ValueError(
+                f"its first column ({name!r}) holds {first}, {first + 1}, ..., {first + n_rows - 1} in order: a row "
+                "index (pandas' reset_index(), R's row names), not a feature. Drop it (pandas: "
+                "df.drop(columns=...).to_csv(..., index=False)); if it really is a feature, put it after the others."
+            )
+
+
 def read_feature_table(lines, label_column=None):
     """Features and the texts of the labels column of a CSV table.
 
@@ -303,6 +326,7 @@ def read_feature_table(lines, label_column=None):
     if not columns:
         raise ValueError(f"has no feature column besides the labels column {label_column!r}.")
     X = _features(data, columns, names, label_column)
+    _refuse_a_row_index(X, names[columns[0]])
     labels = None
     if label_at is not None:
         labels = LabelColumn(label_column, [fields[label_at] for _, fields in data], [number for number, _ in data])
