@@ -248,7 +248,8 @@ class FastProp(TransductiveEstimator):
         item 2; three data sets, 0-50% outliers, 0.5 / 1 / 5% seeds, 5 task
         seeds) with the true share: within 1.5 points of a validation
         threshold in all 36 cells (+0.15 to +1.2 on average; ``"auto"``
-        alone -1.7 to -2.2, down to -9.8); at 1% seeds a share 0.1 too
+        alone -1.7 to -2.2 when this was measured, -2.6 a cell at 1% seeds
+        against today's validation path); at 1% seeds a share 0.1 too
         high lost up to 8.6 points where there was no outlier, 0.1 too low
         up to 2.7: when unsure, err low. With every class seeded and no
         outlier ``"auto"`` alone rejected 9-10% of the in-class samples of
@@ -410,11 +411,11 @@ class FastProp(TransductiveEstimator):
     of starts.
 
     Memory: besides the embeddings and the graph (``~1.5 * n_neighbors``
-    edges per sample, 8 bytes each), ``fit`` holds two (n_samples,
-    n_classes) float64 arrays (the predictor's logits, smoothed over the
-    whole graph with ``labels="graph"``, and the view sums, which become
-    ``label_distributions_``), ConfNet's (n_samples, 9)
-    descriptors and about ten per-sample vectors. It copies neither a
+    edges per sample, 8 bytes each), ``fit`` holds at most three
+    (n_samples, n_classes) float64 arrays at once (the label
+    distributions, a walk step's input and its output), ConfNet's
+    (n_samples, 9) descriptors and about twenty per-sample vectors (the
+    README's Limits). It copies neither a
     canonical float32 CSR graph nor C-contiguous float32 embeddings
     (unnormalised rows are scaled as they are read; only the paper-mode
     ablations ``predictor_training="patches"`` and
@@ -522,7 +523,8 @@ class FastProp(TransductiveEstimator):
             otherwise.
         validation : tuple (indices, labels), optional
             Unlabeled samples whose truth is known (``unlabeled`` for a known
-            outlier), used only to choose the outlier threshold.
+            outlier): they choose the outlier threshold and, with
+            ``calibrate_confidence``, calibrate ``confidence_``.
         outliers : array_like of int, optional
             Indices of unlabeled samples known to belong to no class (e.g.
             annotated so after :meth:`suggest_annotations`). They are labelled
