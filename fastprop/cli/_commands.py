@@ -97,7 +97,7 @@ def _summary(model, labels, seconds, rule):
     return (
         f"propagated {labels.n_seeds:,} seed labels ({model.classes_.size} {kind}) to "
         f"{n_samples - labels.n_seeds:,} samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, "
-        f"{outliers:,} outliers ({why}); an outlier's label is {model.unlabeled!r}"
+        f"{outliers:,} outlier{'' if outliers == 1 else 's'} ({why}); an outlier's label is {model.unlabeled!r}"
     )
 
 
