@@ -414,7 +414,8 @@ class FastProp(TransductiveEstimator):
     edges per sample, 8 bytes each), ``fit`` holds at most three
     (n_samples, n_classes) float64 arrays at once (the label
     distributions, a walk step's input and its output), ConfNet's
-    (n_samples, 9) descriptors and about twenty per-sample vectors (the
+    (n_samples, 9) descriptors and about twenty per-sample vectors, and it
+    keeps for ``predict`` the predictor's float32 logit levels (the
     README's Limits). It copies neither a
     canonical float32 CSR graph nor C-contiguous float32 embeddings
     (unnormalised rows are scaled as they are read; only the paper-mode

@@ -421,20 +421,28 @@ def test_pandas_index_columns_are_named_whatever_the_features_hold(lines, messag
         read_feature_table(lines)
 
 
-@pytest.mark.parametrize("header, first", [("index,f0,f1", 0), ("id,f0,f1", 1), (None, 0)])
-def test_a_named_index_column_is_refused_as_a_row_index(header, first):
+@pytest.mark.parametrize("header, first, shuffled", [("index,f0,f1", 0, False), ("id,f0,f1", 1, True),
+                                                    (None, 0, False), ("label,index,f0,f1", 0, True)])
+def test_a_named_index_column_is_refused_as_a_row_index(header, first, shuffled):
     # pandas' reset_index().to_csv(index=False) names it "index": it was read as a feature, and on the unit sphere it
-    # outweighed the others (every unlabeled sample rejected; found by a README audit)
+    # outweighed the others (every unlabeled sample rejected; found by a README audit); shuffled or filtered frames
+    # keep it out of order
     rng = np.random.default_rng(0)
-    rows = [f"{first + row},{rng.normal():.4f},{rng.normal():.4f}" for row in range(MIN_INDEX_ROWS)]
-    name = header.split(",")[0] if header else "1"  # a table without a header numbers its columns from 1
-    with pytest.raises(ValueError, match=rf"first column \('{name}'\) holds {first}, {first + 1}, "
-                                         r"\.\.\., .* a row index .*put it after the others"):
-        read_feature_table(([header] if header else []) + rows)
-    X, _ = read_feature_table(([header] if header else []) + rows[: MIN_INDEX_ROWS - 1])  # too few rows to tell
+    numbers = first + (rng.permutation(MIN_INDEX_ROWS) if shuffled else np.arange(MIN_INDEX_ROWS))
+    labelled = header is not None and header.startswith("label")
+    rows = [("a," if labelled else "") + f"{number},{rng.normal():.4f},{rng.normal():.4f}" for number in numbers]
+    name = header.split(",")[1 if labelled else 0] if header else "1"  # without a header, columns are numbered
+    with pytest.raises(ValueError, match=rf"feature column '{name}' numbers the rows: a row index.*index=False"):
+        read_feature_table(([header] if header else []) + rows, "label" if labelled else None)
+    X, _ = read_feature_table(([header] if header else []) + rows[: MIN_INDEX_ROWS - 1],
+                              "label" if labelled else None)  # too few rows to tell
     assert X.shape == (MIN_INDEX_ROWS - 1, 3)
     counts = ["f0,f1"] + [f"{row % 3},{row}" for row in range(MIN_INDEX_ROWS)]  # the second column is not first
     assert read_feature_table(counts)[0].shape == (MIN_INDEX_ROWS, 2)
+    # named as reset_index() names it, anywhere, with integers that do not number the rows (a filtered frame)
+    filtered = ["f0,level_0,f1"] + [f"{rng.normal():.4f},{3 * row + 7},{rng.normal():.4f}" for row in range(10)]
+    with pytest.raises(ValueError, match=r"feature column 'level_0' is named as pandas' reset_index\(\) names"):
+        read_feature_table(filtered)
 
 
 @pytest.mark.parametrize("lines", [

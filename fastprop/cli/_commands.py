@@ -221,5 +221,5 @@ def run_bench(args, progress):
 
 
 def _exactly(share):
-    """A share as the user wrote it, every digit kept (``:g`` showed 0.99999999999 as 1)."""
+    """A share with every digit it has (its shortest exact form; ``:g`` showed 0.99999999999 as 1)."""
     return np.format_float_positional(share, trim="-")

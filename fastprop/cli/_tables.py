@@ -11,8 +11,11 @@ columns numbered from 1, or increasing integers above fractions, are refused
 as ambiguous, as are blank lines between rows (a missing sample of a
 one-column table). A labels
 column (``--label-column NAME``) is found by its name, so it needs a header;
-every other column must hold numbers. Messages name the line and the column;
-the caller prefixes the option and the file.
+every other column must hold numbers. A feature column that is a row index
+(the first feature column holding ``0..n-1`` or ``1..n`` in any order, or one
+named ``index`` / ``level_0`` holding integers) is refused from 10 rows up.
+Messages name the line and the column; the caller prefixes the option and the
+file.
 """
 
 import csv
@@ -33,6 +36,8 @@ _SEPARATOR_HINT = ("the fields seem separated by something other than commas: sa
 #: From this many rows up, a first feature column numbering the rows is refused as an index
 #: (:func:`_refuse_a_row_index`): below, a short column of small counts could number them by chance.
 MIN_INDEX_ROWS = 10
+#: The names pandas' ``reset_index()`` gives a frame's index column (:func:`_refuse_a_row_index`).
+INDEX_NAMES = ("index", "level_0")
 
 
 class LabelColumn(NamedTuple):
@@ -261,24 +266,33 @@ def _features(data, columns, names, label_column):
     return X
 
 
-def _refuse_a_row_index(X, name):
-    """Refuse a first feature column that numbers the rows: 0, 1, ..., n-1 or 1, ..., n (from 10 rows up).
+def _refuse_a_row_index(X, names):
+    """Refuse a feature column that numbers the rows (from :data:`MIN_INDEX_ROWS` rows up).
 
     An unnamed index column is refused from the header (:func:`_has_header`);
-    a named one (``index``, ``id``, pandas' ``reset_index()``) was read as a
-    feature, and on the unit sphere it outweighs every other: every
-    unlabeled sample was rejected.
+    a named one (pandas' ``reset_index()`` names it ``index`` or
+    ``level_0``) was read as a feature, and on the unit sphere it outweighs
+    every other: every unlabeled sample was rejected. Refused: a first
+    feature column holding ``0..n-1`` or ``1..n`` in any order (a shuffled
+    or filtered frame's index), and a column named as ``reset_index()``
+    names it that holds integers only.
     """
     n_rows = X.shape[0]
     if n_rows < MIN_INDEX_ROWS or X.shape[1] < 2:
         return
-    for first in (0, 1):
-        if np.array_equal(X[:, 0], np.arange(first, first + n_rows)):
-            raise ValueError(
-                f"its first column ({name!r}) holds {first}, {first + 1}, ..., {first + n_rows - 1} in order: a row "
-                "index (pandas' reset_index(), R's row names), not a feature. Drop it (pandas: "
-                "df.drop(columns=...).to_csv(..., index=False)); if it really is a feature, put it after the others."
-            )
+    ordered = np.sort(X[:, 0])
+    numbered = any(np.array_equal(ordered, np.arange(first, first + n_rows)) for first in (0, 1))
+    named = [column for column, name in enumerate(names) if name in INDEX_NAMES
+             and np.array_equal(X[:, column], np.round(X[:, column]))]
+    if not numbered and not named:
+        return
+    column = 0 if numbered else named[0]
+    what = "numbers the rows" if numbered else "is named as pandas' reset_index() names an index, with integers"
+    raise ValueError(
+        f"its feature column {names[column]!r} {what}: a row index, not a feature (on the unit sphere it would "
+        "outweigh every other column). Drop it: pandas' to_csv(path, index=False), after "
+        "reset_index(drop=True) or df.drop(columns=...); numpy.savetxt without that column."
+    )
 
 
 def read_feature_table(lines, label_column=None):
@@ -326,7 +340,7 @@ def read_feature_table(lines, label_column=None):
     if not columns:
         raise ValueError(f"has no feature column besides the labels column {label_column!r}.")
     X = _features(data, columns, names, label_column)
-    _refuse_a_row_index(X, names[columns[0]])
+    _refuse_a_row_index(X, [names[position] for position in columns])
     labels = None
     if label_at is not None:
         labels = LabelColumn(label_column, [fields[label_at] for _, fields in data], [number for number, _ in data])
