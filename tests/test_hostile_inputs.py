@@ -421,8 +421,9 @@ def test_pandas_index_columns_are_named_whatever_the_features_hold(lines, messag
         read_feature_table(lines)
 
 
-@pytest.mark.parametrize("header, first, shuffled", [("index,f0,f1", 0, False), ("id,f0,f1", 1, True),
-                                                    (None, 0, False), ("label,index,f0,f1", 0, True)])
+@pytest.mark.parametrize("header, first, shuffled", [
+    ("index,f0,f1", 0, False), ("id,f0,f1", 1, True), (None, 0, False), ("label,index,f0,f1", 0, True),
+])
 def test_a_named_index_column_is_refused_as_a_row_index(header, first, shuffled):
     # pandas' reset_index().to_csv(index=False) names it "index": it was read as a feature, and on the unit sphere it
     # outweighed the others (every unlabeled sample rejected; found by a README audit); shuffled or filtered frames
