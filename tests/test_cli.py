@@ -543,3 +543,10 @@ def test_progress_draws_only_on_a_terminal():
             progress.finish()
             progress.message("note: shown anyway")
         assert stream.getvalue() == "fastprop: note: shown anyway\n"
+
+
+def test_the_summary_counts_in_the_singular_and_the_plural():
+    from fastprop.cli._commands import _counted
+
+    assert [_counted(1, "class"), _counted(2, "class"), _counted(1, "seed label"), _counted(1000, "sample"),
+            _counted(0, "outlier")] == ["1 class", "2 classes", "1 seed label", "1,000 samples", "0 outliers"]

@@ -93,12 +93,18 @@ def _summary(model, labels, seconds, rule):
         why = f"every unlabeled sample rejected: {cause}"
     else:
         why = f"confidence below {model.outlier_threshold_:.3f}, threshold rule: {rule}"
-    kind = "class names" if isinstance(model.unlabeled, str) else "classes"
+    kind = "class name" if isinstance(model.unlabeled, str) else "class"
     return (
-        f"propagated {labels.n_seeds:,} seed labels ({model.classes_.size} {kind}) to "
-        f"{n_samples - labels.n_seeds:,} samples in {seconds:.2f}s: {n_samples - outliers:,} labeled, "
-        f"{outliers:,} outlier{'' if outliers == 1 else 's'} ({why}); an outlier's label is {model.unlabeled!r}"
+        f"propagated {_counted(labels.n_seeds, 'seed label')} ({_counted(model.classes_.size, kind)}) to "
+        f"{_counted(n_samples - labels.n_seeds, 'sample')} in {seconds:.2f}s: {n_samples - outliers:,} labeled, "
+        f"{_counted(outliers, 'outlier')} ({why}); an outlier's label is {model.unlabeled!r}"
     )
+
+
+def _counted(count, noun):
+    """``count`` and ``noun``, in the plural unless there is one (``class`` -> ``classes``)."""
+    plural = noun if count == 1 else noun + ("es" if noun.endswith("s") else "s")
+    return f"{count:,} {plural}"
 
 
 def run_propagate(args, progress):
