@@ -625,7 +625,7 @@ class FastProp(TransductiveEstimator):
             features, context.row_scale, found.make_scorer(), n_neighbors=self.n_neighbors, confidence=agreeing,
             fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
-            calibration=new_points,
+            calibration=new_points, owns_features=features is not X,
         )
         notify("done")
         return self

@@ -127,11 +127,15 @@ class NeighbourhoodPredictor:
     calibration : NewPointCalibration or None, default=None
         The fit's calibration, when it made one (its quantile map then puts new
         points' agreement on the scale of the confidence before calibration).
+    owns_features : bool, default=False
+        ``features`` is a copy ``fit`` made (``X`` was not C-contiguous
+        float32): :attr:`nbytes` counts it.
     """
 
     def __init__(self, features, row_scale, scorer, n_neighbors, confidence, fitted_class, graph, unlabeled, seed,
-                 build_jobs, calibration=None):
+                 build_jobs, calibration=None, owns_features=False):
         self.features = features
+        self.owns_features = bool(owns_features)
         self.row_scale = row_scale
         self.scorer = scorer
         self.n_neighbors = int(min(n_neighbors, features.shape[0]))
@@ -154,8 +158,10 @@ class NeighbourhoodPredictor:
 
     @property
     def nbytes(self):
-        """Bytes held for prediction besides the fitted embeddings (which ``fit`` was given)."""
+        """Bytes held for prediction: the fitted embeddings too when they are ``fit``'s own copy, not its ``X``."""
         arrays = [*self.scorer.arrays, self.confidence, self.fitted_class, *self.to_confidence_scale.arrays]
+        if self.owns_features:
+            arrays.append(self.features)
         if self.to_graph_weights is not None:
             arrays += self.to_graph_weights.arrays
         if self.calibration is not None:

@@ -290,3 +290,14 @@ def test_new_points_on_a_scaled_graph_are_judged_as_its_fitted_samples():
     X_new, _, truth_new = clusters(seed=5)
     fitted_rejected = np.mean(model.transduction_[truth < 0] == -1)
     assert np.mean(model.predict(X_new)[truth_new < 0] == -1) >= fitted_rejected - 0.15
+
+
+def test_nbytes_counts_the_copy_of_x_the_fit_made_and_not_the_x_it_was_given():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8)).astype(np.float32)
+    y = np.full(300, -1)
+    y[:6] = [0, 1, 2, 0, 1, 2]
+    given = FastProp(random_state=0).fit(X, y)  # C-contiguous float32: kept by reference
+    copied = FastProp(random_state=0).fit(X.astype(np.float64), y)  # float64: the fit's own float32 copy
+    assert given.predictor_.features is X and copied.predictor_.features is not X
+    assert copied.predictor_.nbytes - given.predictor_.nbytes == X.nbytes
