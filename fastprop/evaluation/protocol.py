@@ -124,8 +124,7 @@ class NoisyTask:
                 raise ValueError(f"NoisyTask {name} must be task-local positions in [0, {n - 1}].")
         if not np.array_equal(validation_truth, self.truth[positions]):
             raise ValueError("NoisyTask.validation's truth must be NoisyTask.truth at its positions.")
-        if isinstance(self.n_pool, (bool, np.bool_)) or not isinstance(self.n_pool, numbers.Integral):
-            raise ValueError(f"NoisyTask.n_pool must be an integer, got {self.n_pool!r}.")
+        check_integer("NoisyTask.n_pool", self.n_pool)
         if (np.diff(self.classes) <= 0).any():
             raise ValueError("NoisyTask.classes must increase strictly: each original class id once, in order.")
         if n and (self.indices.min() < 0 or self.indices.max() >= self.n_pool):
