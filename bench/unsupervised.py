@@ -101,8 +101,8 @@ def run_task(task, features, graph, seed, baselines):
             results[f"{name}, {rule}"] = scored(task, distributions, confidence,
                                                 threshold(confidence[unlabeled]), seconds)
     model, seconds = fit_timed(FastProp(random_state=seed), features, task, graph, validation=task.validation)
-    reference = evaluate(task, model.label_distributions_, model.confidence_)
-    results[REFERENCE] = scored(task, model.label_distributions_, model.confidence_, reference["outlier_threshold"], seconds)
+    threshold = evaluate(task, model.label_distributions_, model.confidence_)["outlier_threshold"]
+    results[REFERENCE] = scored(task, model.label_distributions_, model.confidence_, threshold, seconds)
     return results
 
 

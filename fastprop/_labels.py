@@ -14,6 +14,7 @@ import numpy as np
 
 from ._validation import _MAX_SHOWN, as_integer_labels, fits_int64
 
+
 class DataConversionWarning(UserWarning):
     """Labels arrived in a shape that was converted (as scikit-learn's warning of the same name)."""
 

@@ -12,7 +12,6 @@ from ._labels import check_unlabeled
 from ._validation import check_bool, check_choice, check_integer, check_real
 from .local_networks import LOCAL_NETWORKS
 from .propagation import PassOptions
-from .self_training import pseudo_label_total
 from .threshold import CONFIDENCE_SOURCES
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
@@ -75,12 +74,8 @@ def _check_auto_or_integer(name, value, *, low, high=None):
     check_integer(name, value, low=low, high=high)
 
 
-def pass_options(model, n_classes, n_candidates):
-    """The settings of one propagation pass, as plain Python numbers.
-
-    For ``n_classes`` classes and ``n_candidates`` samples self-training may
-    take (unlabeled, not known outliers).
-    """
+def pass_options(model):
+    """The settings of one propagation pass."""
     return PassOptions(
         local_predictor=model.local_predictor,
         predictor_training=model.predictor_training,
@@ -96,7 +91,7 @@ def pass_options(model, n_classes, n_candidates):
         confnet_depth=int(model.confnet_depth),
         confnet_l2=float(model.confnet_l2),
         eta=float(model.eta),
-        pseudo_labels=pseudo_label_total(model.pseudo_labels, n_classes, n_candidates),
+        pseudo_labels=model.pseudo_labels,
     )
 
 

@@ -119,14 +119,14 @@ class FastProp(TransductiveEstimator):
         (``ceil(pseudo_labels / n_classes)`` a class, fewer where a class has
         fewer): the most confident unlabeled samples of each class, by the
         final confidence, with the class it gave them (never a known
-        outlier). Every unlabeled sample's label then comes from the
+        outlier, nor a sample no patch reached). Every unlabeled sample's label then comes from the
         refitted predictor, which also labels new points; the confidence
         changes only through the provisional classes, whose known classes
         are topped up with the most confident of these labels
         (:data:`fastprop.novelty.TOP_UP_ROWS`). 0 is the paper's single round. Used with
         ``local_predictor="sgc"`` and ``labels="graph"`` only. ``"auto"``
         is 3000, or 100 a class when that is more, at most 10,000 and at most
-        2/3 of the unlabeled samples (known outliers aside), so that small
+        2/3 of the unlabeled samples some patch reached (known outliers aside), so that small
         classes are not taken whole on average; a predicted class smaller than
         its even share still is (:func:`fastprop.self_training.pseudo_label_total`): a count that
         does not grow with the samples keeps the refit (a softmax regression
@@ -220,12 +220,16 @@ class FastProp(TransductiveEstimator):
         MNIST, -0.6 / +1.4 / +3.0 at 30%, -0.5 / -1.2 / +1.1 at 10%; outlier
         AUROC -0.1 to +7.4 at 30-50%. False is the paper's confidence.
     outlier_threshold : "auto", float or None, default="auto"
-        o_tau. With ``validation`` given to ``fit``, the threshold that
-        maximises accuracy on it is used instead (see ``validation_rule``).
-        ``"auto"``: 0.5 once provisional classes have made the confidence a
-        blend of class probabilities (see ``provisional_classes``), else half
-        of Otsu's split of the confidences
-        (:func:`fastprop.threshold.automatic_threshold`). It cannot know the
+        o_tau. ``"auto"`` with ``validation`` given to ``fit``: the threshold
+        that maximises accuracy on it (see ``validation_rule``); a number or
+        ``None`` is kept as given even then (the validation set still
+        calibrates ``confidence_``, so that e.g. 0.5 rejects the samples whose
+        class is more likely wrong than right). ``"auto"`` without one: 0.5
+        once provisional classes have made the confidence a blend of class
+        probabilities (see ``provisional_classes``), else half of Otsu's split
+        of the confidences (:func:`fastprop.threshold.automatic_threshold`),
+        read on the samples some patch reached; a sample no patch reached
+        (it has no view) is an outlier, as in the paper. It cannot know the
         outlier share as a validation set does: with no outlier it rejects
         1-9% of the in-class samples, and it scores up to 4 points below a
         validation set (MNIST at 30-50% outliers with 0.5% seeds, the
@@ -242,9 +246,10 @@ class FastProp(TransductiveEstimator):
         known-class confidence is weighed by it (instead of the share the
         provisional classes claim) and that share of the unlabeled samples,
         those of lowest confidence, is rejected
-        (:func:`fastprop.threshold.share_threshold`); 0 rejects none and
-        builds no provisional class. A validation set, or a numeric
-        threshold, overrides it. Measured (bench/RESULTS.md, issue #16
+        (:func:`fastprop.threshold.share_threshold`), and so is every
+        sample no patch reached; 0 rejects none and builds no provisional
+        class. A validation set, or a threshold given (a number or None),
+        overrides it. Measured (bench/RESULTS.md, issue #16
         item 2; three data sets, 0-50% outliers, 0.5 / 1 / 5% seeds, 5 task
         seeds) with the true share: within 1.5 points of a validation
         threshold in all 36 cells (+0.15 to +1.2 on average; ``"auto"``
@@ -521,11 +526,16 @@ class FastProp(TransductiveEstimator):
         graph : sparse matrix of shape (n_samples, n_samples), optional
             A precomputed non-negative affinity (e.g. from
             :func:`fastprop.build_knn_graph`); built with ``n_neighbors``
-            otherwise.
+            otherwise. Its weights are read on their own scale: each sample
+            also weighs itself 1 in the walk ``D~^-1 (W + I)`` (SGC's), so a
+            graph times a constant is another graph (times 0.001, 18% of the
+            labels of a Banking77 task changed). The defaults were chosen on
+            cosine weights in [0, 1], ``build_knn_graph``'s.
         validation : tuple (indices, labels), optional
             Unlabeled samples whose truth is known (``unlabeled`` for a known
-            outlier): they choose the outlier threshold and, with
-            ``calibrate_confidence``, calibrate ``confidence_``.
+            outlier): they choose the outlier threshold (of
+            ``outlier_threshold="auto"``) and, with ``calibrate_confidence``,
+            calibrate ``confidence_``.
         outliers : array_like of int, optional
             Indices of unlabeled samples known to belong to no class (e.g.
             annotated so after :meth:`suggest_annotations`). They are labelled
@@ -565,7 +575,7 @@ class FastProp(TransductiveEstimator):
         # The patch buffers go to the pass alone, which frees them after its loop.
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
         found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
-                                 pass_options(self, classes.size, unlabeled.size), notify)
+                                 pass_options(self), notify)
         timings.update(found.timings)
         final = found.confidence
         final[known_outliers] = 0.0
@@ -574,7 +584,12 @@ class FastProp(TransductiveEstimator):
         predicted[labeled] = seed_class[labeled]
         # The samples first given provisional classes are those the paper's rule rejects; the smoothed rule
         # (when chosen) only sets the final threshold (bench/RESULTS.md, issue #16).
-        identifying = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation, "max")
+        # "auto" reads the samples some patch reached: the others have no view, the paper's rule rejects them,
+        # and a far-off cluster of them (junk) would move a split of everyone's confidences. A validation set
+        # chooses the samples first identified even when the final threshold is given.
+        reached, unreached = unlabeled[found.reached[unlabeled]], unlabeled[~found.reached[unlabeled]]
+        identifying = fitted_threshold("auto" if validation is not None else self.outlier_threshold, final,
+                                       predicted, reached, validation, "max")
         timings["threshold"] = time.perf_counter() - clock
         clock = time.perf_counter()
         notify("provisional")
@@ -592,13 +607,16 @@ class FastProp(TransductiveEstimator):
             if calibrated is not None:
                 self.confidence_calibration_ = calibrated[1].confidence_map.description()
         share = given_share(self.outlier_threshold, self.outlier_share, validation)
-        threshold = fitted_threshold(self.outlier_threshold, final, predicted, unlabeled, validation,
+        judged = unlabeled if share is not None else reached
+        threshold = fitted_threshold(self.outlier_threshold, final, predicted, judged, validation,
                                      self.validation_rule, probabilities=blended, share=share)
         timings["provisional"] = time.perf_counter() - clock
 
         fitted_class = predicted.copy()
         if threshold > 0:
             predicted[(final < threshold) & ~labeled] = -1
+        if validation is None and isinstance(self.outlier_threshold, str) and share != 0:
+            predicted[unreached] = -1  # "auto": no view, an outlier by the paper's rule (if none was reached, all)
         predicted[known_outliers] = -1
         self.n_features_in_ = features.shape[1]
         self.classes_ = classes

@@ -21,7 +21,7 @@ from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
 from .rows import float64_scaled_rows, unit_rows
 from .scheduler import LinearPatchPredictor, PropagationState, propagate, training_features, training_patches
-from .self_training import most_confident_per_class
+from .self_training import most_confident_per_class, pseudo_label_total
 from .threshold import final_confidence
 
 
@@ -64,7 +64,7 @@ class PassOptions:
     confnet_depth: int
     confnet_l2: float
     eta: float
-    pseudo_labels: int
+    pseudo_labels: object  # the setting: an int, or "auto" (self_training.pseudo_label_total)
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,11 @@ class PassResult:
     make_scorer: object
     n_training_patches: int
     timings: dict
+
+    @property
+    def reached(self):
+        """Whether some patch viewed each sample (bool, shape (n_samples,))."""
+        return self.state.view_count > 0
 
 
 def propagation_pass(context, workspace, options, notify):
@@ -168,7 +173,8 @@ def propagation_pass(context, workspace, options, notify):
     clock = time.perf_counter()
     pseudo_labels = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     if whole_graph_labels and options.pseudo_labels and options.local_predictor == "sgc":
-        pseudo_labels = _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence)
+        pseudo_labels = _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence,
+                                      state.view_count > 0)
     timings["self_training"] = time.perf_counter() - clock
     if whole_graph_labels:
         write_softmax_rows(distributions, np.flatnonzero(~labeled), local.graph_logits, local.bias)
@@ -183,10 +189,16 @@ def _confnet(context, options, distributions, view_count, multiview, labeled):
         inputs = structural_features(context.walk, distributions, view_count)
     else:
         inputs = unit_rows(context.features)
-    return confnet_confidence(
-        context.walk, inputs, multiview, np.flatnonzero(~labeled), eta=options.eta,
+    # It learns from, and judges, the unlabeled samples some patch viewed: one no patch reached has no views
+    # (a far-off cluster of junk would otherwise be every negative and the in-class samples all alike
+    # positive, or, left out of training, be scored by extrapolation), so its confidence is 0 as the views'.
+    learnt = confnet_confidence(
+        context.walk, inputs, multiview, np.flatnonzero(~labeled & (view_count > 0)), eta=options.eta,
         depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
     )
+    if learnt is not None:
+        learnt[view_count == 0] = 0.0
+    return learnt
 
 
 def _whole_graph_classes(local, n_samples):
@@ -207,17 +219,24 @@ def _whole_graph_classes(local, n_samples):
     return predicted
 
 
-def _self_trained(context, options, local, predicted, confidence):
+def _self_trained(context, options, local, predicted, confidence, reached):
     """Refit ``local`` on the seeds and its most confident labels, and :meth:`finish` it again.
 
-    See :mod:`fastprop.self_training`: ``options.pseudo_labels`` split evenly
-    among the classes, the most confident unlabeled samples of each
-    ``predicted`` class (known outliers excepted), by ``confidence``, join the seeds.
-    Returns those samples and their classes (by class, most confident first).
+    See :mod:`fastprop.self_training`: :func:`~fastprop.self_training.pseudo_label_total`
+    of the unlabeled samples some patch ``reached`` (known outliers excepted)
+    split evenly among the classes, the most confident of them in each
+    ``predicted`` class, by ``confidence``, join the seeds. A sample no patch
+    reached is no candidate: a class short of candidates would otherwise take
+    it (a far-off cluster of junk, whole). Returns those samples and their
+    classes (by class, most confident first).
     """
-    # a sample whose classes tie exactly (-1) is nobody's pseudo-label
-    candidates = np.setdiff1d(np.flatnonzero((context.seed_class < 0) & (predicted >= 0)), context.known_outliers)
-    per_class = -(-options.pseudo_labels // context.n_classes)
+    eligible = reached & (context.seed_class < 0)
+    eligible[context.known_outliers] = False
+    total = pseudo_label_total(options.pseudo_labels, context.n_classes, int(np.count_nonzero(eligible)))
+    if total == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    candidates = np.flatnonzero(eligible & (predicted >= 0))  # a sample whose classes tie exactly (-1) is nobody's
+    per_class = -(-total // context.n_classes)
     chosen = most_confident_per_class(predicted, confidence, candidates, per_class, context.tie_rank)
     chosen_class = predicted[chosen]
     del candidates, predicted  # freed before the refit's whole-graph products (8 MB each at 1M samples)

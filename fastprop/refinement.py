@@ -50,7 +50,9 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     identifying : float
         The first threshold: the unlabeled samples below it get provisional classes.
     unlabeled : ndarray of int
-        Unlabeled samples, known outliers aside.
+        Unlabeled samples, known outliers aside. Those no patch reached
+        get no provisional class, are not counted in the share the
+        provisional classes claim, and keep ``first``.
     validation : (indices, encoded truth) or None
     outlier_threshold, outlier_share, predictor_depth, predictor_l2
         The estimator's settings (see :class:`fastprop.FastProp`).
@@ -65,6 +67,11 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     n_provisional : int
     """
     labeled = context.seed_class >= 0
+    reached = found.reached
+    # A sample no patch reached has no view: the paper's rule rejects it, and it says nothing of the outliers
+    # among the samples the propagation did reach, which the provisional classes are for (a far-off cluster
+    # of junk would otherwise raise the share they claim, and the in-class samples they take with it).
+    unlabeled = unlabeled[reached[unlabeled]]
     unsupervised = validation is None and isinstance(outlier_threshold, str)
     share = given_share(outlier_threshold, outlier_share, validation)
     rounds = 0
@@ -85,10 +92,10 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
         )
 
     final, known, n_provisional = refined_confidence(
-        first, np.flatnonzero((first < identifying) & ~labeled), found.distributions.max(axis=1),
-        found.state.view_count > 0, None if validation is None else validation[1], unlabeled, rounds,
-        build_classes, scout_rows, share,
+        first, np.flatnonzero((first < identifying) & ~labeled & reached), found.distributions.max(axis=1),
+        reached, None if validation is None else validation[1], unlabeled, rounds, build_classes, scout_rows, share,
     )
+    final[~reached] = first[~reached]  # the known-class confidence there extrapolates a linear model
     final[labeled] = 1.0
     final[context.known_outliers] = 0.0
     return final, known is not None, n_provisional

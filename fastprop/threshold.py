@@ -353,14 +353,15 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
     Parameters
     ----------
     setting : "auto", float or None
-        ``FastProp(outlier_threshold=...)``.
+        ``FastProp(outlier_threshold=...)``. A number or None is the
+        threshold whatever else is given (None: 0, nothing rejected).
     confidence : ndarray of shape (n_samples,)
     predicted : ndarray of shape (n_samples,)
         Class indices.
     unlabeled : ndarray of int
         Indices of the unlabeled samples (the ones ``"auto"`` looks at).
     validation : (indices, encoded truth) or None
-        When given, the threshold that maximises accuracy on it wins over ``setting``.
+        When given, ``"auto"`` is the threshold that maximises accuracy on it.
     rule : {"smoothed", "max"}
         ``FastProp(validation_rule=...)``: how the validation accuracy is
         maximised (:func:`smoothed_threshold` or :func:`choose_threshold`).
@@ -381,13 +382,13 @@ def fitted_threshold(setting, confidence, predicted, unlabeled, validation, rule
         ``+inf`` (rejecting everything is, e.g. when every validation sample
         is a known outlier) as ``REJECT_ALL``.
     """
-    if validation is not None:
-        indices, truth = validation
-        choose = smoothed_threshold if rule == "smoothed" else choose_threshold
-        return min(max(float(choose(confidence[indices], predicted[indices], truth)), 0.0), REJECT_ALL)
     if setting is None:
         return 0.0
     if isinstance(setting, str):
+        if validation is not None:
+            indices, truth = validation
+            choose = smoothed_threshold if rule == "smoothed" else choose_threshold
+            return min(max(float(choose(confidence[indices], predicted[indices], truth)), 0.0), REJECT_ALL)
         if share is not None:
             return share_threshold(confidence[unlabeled], share)
         if probabilities:

@@ -348,9 +348,8 @@ def test_on_banking77_the_calibrated_confidence_is_far_closer_to_the_share_of_ri
     task = make_noisy_task(data["y"], 30, label_ratio=0.01, noise_ratio=0.3, random_state=0)
     X = task.subset(data["X"])
     graph = build_knn_graph(X, 30, random_state=0)
-    raw, model = [FastProp(random_state=0, calibrate_confidence=calibrate).fit(X, task.y, graph=graph,
-                                                                                validation=task.validation)
-                  for calibrate in (False, True)]
+    raw, model = [FastProp(random_state=0, calibrate_confidence=calibrate).fit(
+        X, task.y, graph=graph, validation=task.validation) for calibrate in (False, True)]
     evaluation = task.evaluation
     correct = raw.label_distributions_.argmax(axis=1)[evaluation] == task.truth[evaluation]
     before = calibration_error(raw.confidence_[evaluation], correct)

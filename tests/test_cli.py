@@ -192,6 +192,15 @@ def test_text_labels_validation_and_threshold_options(capsys, files):
                             validation, "--out", files["out"] / "a.npz"], capsys)
     assert status == 0, err
     assert "threshold rule: validation" in out
+    # a threshold given is kept, the validation set only calibrates (it used to be ignored)
+    status, out, err = run(["propagate", "--features", files["X"], "--labels", text, "--validation",
+                            validation, "--outlier-threshold", "none", "--out", files["out"] / "kept.npz"], capsys)
+    assert status == 0, err
+    assert "0 outliers" in out and "threshold rule: none" in out
+    with np.load(files["out"] / "a.npz", allow_pickle=False) as a, \
+            np.load(files["out"] / "kept.npz", allow_pickle=False) as kept:
+        np.testing.assert_array_equal(a["confidence"], kept["confidence"])
+        assert float(kept["outlier_threshold"]) == 0.0
 
     # a header naming the columns the other way round is read by name, not by position
     swapped = files["in"] / "val_swapped.csv"

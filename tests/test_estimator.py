@@ -4,6 +4,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastprop import FastProp, build_knn_graph
@@ -76,6 +77,69 @@ def test_inputs_unchanged_and_bit_identical_repeats():
         assert_array_equal(getattr(first, name), getattr(second, name))
 
 
+@pytest.mark.parametrize("confnet_features", ["structure", "embedding"])
+def test_a_far_off_cluster_of_junk_leaves_auto_as_it_was(confnet_features):
+    """Junk no patch reaches is rejected, and counts for nothing in what "auto" decides about the rest.
+
+    Fuzzing round 9: 2,000 unlabeled near-copies of one far direction (a separate component of the
+    graph) made "auto" reject 18.9% of the in-class samples instead of 2.4% (the share the provisional
+    classes claimed, ConfNet's negatives and self-training's candidates all took the junk in). ConfNet
+    on embeddings, no longer trained on the junk, scored it ~0.98 by extrapolation (a review): it has
+    no views, so its ConfNet confidence is 0 too.
+    """
+    from fastprop.evaluation.datasets import make_noisy_mixture
+
+    X, pool = make_noisy_mixture(2000, 10, n_features=32, random_state=0)
+    X, truth = X[pool >= 0], pool[pool >= 0]
+    rng = np.random.default_rng(0)
+    y = np.full(truth.size, -1)
+    for c in range(10):
+        y[rng.choice(np.flatnonzero(truth == c), 2, replace=False)] = c
+    direction = rng.normal(size=X.shape[1])
+    junk = (direction / np.linalg.norm(direction) + 0.01 * rng.normal(size=(2000, X.shape[1]))).astype(np.float32)
+    alone = FastProp(random_state=0, confnet_features=confnet_features).fit(X, y)
+    with_junk = np.vstack([X, junk]), np.r_[y, np.full(2000, -1)]
+    mixed = FastProp(random_state=0, confnet_features=confnet_features).fit(*with_junk)
+    assert not mixed.view_count_[truth.size:].any()
+    assert np.all(mixed.transduction_[truth.size:] == -1)
+    assert np.all(mixed.confidence_[truth.size:] == 0) and np.all(mixed.confnet_confidence_[truth.size:] == 0)
+    fixed = FastProp(random_state=0, confnet_features=confnet_features, outlier_threshold=0.1,
+                     provisional_classes=False).fit(*with_junk)
+    assert np.all(fixed.transduction_[truth.size:] == -1)  # 0 confidence: below any threshold given
+    unlabeled = np.flatnonzero(y < 0)
+
+    def rejected(model):
+        return np.mean(model.transduction_[unlabeled] == -1)
+
+    def accuracy(model):
+        return np.mean(model.transduction_[unlabeled] == truth[unlabeled])
+
+    assert 0 < rejected(alone) < 0.05
+    assert abs(rejected(mixed) - rejected(alone)) < 0.01
+    assert abs(accuracy(mixed) - accuracy(alone)) < 0.01
+
+
+def test_auto_rejects_every_sample_no_patch_reaches():
+    """The seeds in a component of their own: no unlabeled sample has a view, "auto" rejects them all.
+
+    (A review: "auto" then read no sample, chose 0 and accepted all 200 with confidence 0.)
+    """
+    rng = np.random.default_rng(0)
+    centres = 5 * np.eye(8)[:2]
+    seeds = np.repeat(centres, 4, axis=0) + 0.1 * rng.normal(size=(8, 8))
+    others = np.repeat(centres, 100, axis=0) + rng.normal(size=(200, 8))
+    X = np.vstack([seeds, others]).astype(np.float32)
+    y = np.r_[np.repeat([0, 1], 4), np.full(200, -1)]
+    graph = sp.block_diag([build_knn_graph(seeds.astype(np.float32), 3),
+                           build_knn_graph(others.astype(np.float32), 8)], format="csr")
+    for settings in ({}, {"provisional_classes": False}, {"outlier_share": 0.2}):
+        model = FastProp(random_state=0, n_neighbors=8, **settings).fit(X, y, graph=graph)
+        assert not model.view_count_[8:].any()
+        assert np.all(model.transduction_[8:] == -1) and np.all(model.confidence_[8:] == 0)
+    kept = FastProp(random_state=0, n_neighbors=8, outlier_share=0).fit(X, y, graph=graph)  # 0: reject none
+    assert np.all(kept.transduction_[8:] >= 0)
+
+
 @pytest.mark.parametrize("predictor_depth", [1, 2])
 def test_whole_graph_products_in_blocks_of_rows_change_nothing(predictor_depth, monkeypatch):
     import fastprop.adjacency
@@ -84,11 +148,12 @@ def test_whole_graph_products_in_blocks_of_rows_change_nothing(predictor_depth, 
 
     X, y, _ = two_clusters_and_outliers(seed=2, n_cluster=200, n_outlier=120)
     graph = build_knn_graph(X, 8)
-    at_once = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph)  # 520 rows: one block
+    # 520 rows: one block. The far group is no patch's, so only an annotated outlier gives it a provisional class.
+    at_once = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph, outliers=[400])
     assert at_once.n_provisional_classes_ > 0  # the known-class confidence of every row is smoothed too
     for module in (fastprop.adjacency, fastprop.propagation, fastprop.prediction):
         monkeypatch.setattr(module, "BLOCK_ROWS", 64)
-    in_blocks = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph)
+    in_blocks = FastProp(predictor_depth=predictor_depth, random_state=0).fit(X, y, graph=graph, outliers=[400])
     for name in ("transduction_", "label_distributions_", "confidence_"):
         assert_array_equal(getattr(in_blocks, name), getattr(at_once, name))
     assert_array_equal(in_blocks.predict_confidence(X[::7] + 0.01), at_once.predict_confidence(X[::7] + 0.01))
@@ -135,6 +200,33 @@ def test_validation_rule_chooses_on_the_final_confidence(rule, choose):
     encoded = np.where(truth < 0, -1, np.searchsorted(model.classes_, truth))  # labels 3 and 8 are classes 0 and 1
     expected = choose(model.confidence_[validation], fitted_class[validation], encoded[validation])
     assert model.outlier_threshold_ == min(max(expected, 0.0), REJECT_ALL)
+
+
+@pytest.mark.parametrize("given", [None, 0.5])
+def test_a_given_threshold_is_kept_with_a_validation_set(given):
+    """A number or None is the threshold; the validation set still calibrates the same confidence.
+
+    Fuzzing round 9: with a validation set every setting was replaced by the validation set's choice, so
+    a calibrated fit that rejects nothing (or rejects where a wrong label is likelier) was impossible.
+    """
+    from fastprop.evaluation.datasets import make_noisy_mixture
+
+    X, truth = make_noisy_mixture(3000, 10, n_features=32, random_state=1)  # truth -1: outliers
+    rng = np.random.default_rng(1)
+    y = np.full(truth.size, -1)
+    for c in range(10):
+        y[rng.choice(np.flatnonzero(truth == c), 3, replace=False)] = c
+    validation = np.flatnonzero(y < 0)[::8]
+    chosen = FastProp(random_state=0).fit(X, y, validation=(validation, truth[validation]))
+    kept = FastProp(random_state=0, outlier_threshold=given).fit(X, y, validation=(validation, truth[validation]))
+    # the validation set also chose the samples first given provisional classes: the same confidence
+    assert chosen.n_provisional_classes_ == kept.n_provisional_classes_
+    assert_array_equal(kept.confidence_, chosen.confidence_)
+    assert kept.confidence_calibration_ == chosen.confidence_calibration_ is not None
+    expected = 0.0 if given is None else given
+    assert kept.outlier_threshold_ == expected != chosen.outlier_threshold_
+    unlabeled = y < 0
+    assert_array_equal(kept.transduction_[unlabeled] == -1, kept.confidence_[unlabeled] < expected)
 
 
 def test_fixed_and_disabled_threshold():

@@ -25,6 +25,7 @@ from fastprop.baselines import SGC, LabelPropagation, LabelSpreading  # noqa: E4
 #: Derandomized and without an example database: the same examples on every run.
 PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
+
 @st.composite
 def problems(draw):
     n_samples = draw(st.integers(2, 24))

@@ -57,13 +57,13 @@ def test_auto_takes_at_most_two_thirds_of_the_candidates(n_classes, n_candidates
 
 def test_auto_passes_its_total_to_self_training(monkeypatch):
     totals = []
-    original = propagation._self_trained
+    original = propagation.pseudo_label_total
 
-    def recording(context, options, *args):
-        totals.append((context.n_classes, options.pseudo_labels))
-        return original(context, options, *args)
+    def recording(setting, n_classes, n_candidates):
+        totals.append((n_classes, original(setting, n_classes, n_candidates)))
+        return totals[-1][1]
 
-    monkeypatch.setattr(propagation, "_self_trained", recording)
+    monkeypatch.setattr(propagation, "pseudo_label_total", recording)
     rng = np.random.default_rng(0)
     n_classes = 40  # 100 a class is more than 3000, but 2/3 of the 200 unlabeled samples is less
     X = (3.0 * np.eye(n_classes)[np.repeat(np.arange(n_classes), 6)] + rng.normal(size=(6 * n_classes, n_classes)))

@@ -242,16 +242,16 @@ def build_parser():
                            help="CSV of index,label lines (an optional header may name the columns "
                                 "index and label in either order) for unlabeled samples "
                                 "whose truth is known, labels like the seeds' (the --unlabeled "
-                                "marker or an empty label = a known outlier); the outlier threshold "
-                                "is then the one that maximises accuracy on them (smoothed over "
-                                "nearby thresholds), --outlier-threshold is ignored, and the "
-                                "confidence is calibrated on them: the probability that a sample's "
-                                "class is right")
+                                "marker or an empty label = a known outlier); the confidence is "
+                                "calibrated on them (the probability that a sample's class is right) "
+                                "and, with --outlier-threshold auto, the threshold is the one that "
+                                "maximises accuracy on them (smoothed over nearby thresholds)")
     propagate.add_argument("--outlier-threshold", type=outlier_threshold, default="auto",
                            metavar="{auto,none,FLOAT}",
                            help="samples whose confidence is below it are outliers: 'auto' "
-                                "(an unsupervised rule on the confidence distribution), 'none' "
-                                "(no outliers) or a number in [0, 1]")
+                                "(chosen on --validation, else an unsupervised rule on the confidence "
+                                "distribution), 'none' (no outliers) or a number in [0, 1], kept "
+                                "with --validation too")
     propagate.add_argument("--outlier-share", type=_fraction(True, False), default=None, metavar="FRACTION",
                            help="the share of the unlabeled samples you expect to be outliers, in "
                                 "[0, 1): with --outlier-threshold auto and no --validation, that share "

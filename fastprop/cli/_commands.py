@@ -136,7 +136,9 @@ def run_propagate(args, progress):
         title = f"fastprop propagate: {n_samples:,} samples of {args.features}"
         outputs.append(_plots.writer(_plots.result_figure(model, labels.encoded >= 0, title), args.plot))
     write_atomically(outputs)  # every output, or none
-    rule = "validation" if validation is not None else str(args.outlier_threshold).lower()
+    rule = str(args.outlier_threshold).lower()
+    if rule == "auto" and validation is not None:
+        rule = "validation"
     if rule == "auto" and args.outlier_share is not None:
         rule = f"the {_exactly(args.outlier_share)} least confident"
     print(_summary(model, labels, seconds, rule))
