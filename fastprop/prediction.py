@@ -59,8 +59,11 @@ calibrated confidence before that mean.
 
 Neighbours are found exactly (blocked products) up to
 :data:`fastprop.graph.EXACT_SEARCH_MAX_SAMPLES` fitted samples; above, in an
-hnswlib index built on first use (and kept, also when pickled).
+hnswlib index built on first use (and kept, also when pickled); threads that
+ask for it together wait for one build.
 """
+
+import threading
 
 import numpy as np
 from scipy.special import softmax
@@ -69,7 +72,7 @@ from ._kernels.agreement import agreement_rows
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
 from .graph_signals import density_from_neighbours, local_density, reach_from_neighbours
-from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index
+from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index, _resolve_n_jobs
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, float64_scaled_rows, unit_rows
 
@@ -92,6 +95,8 @@ COSINE_WEIGHT_TOLERANCE = 1e-4
 #: hnswlib settings of the index built for new points (as :func:`fastprop.build_knn_graph`'s).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
+#: Held while an index for new points is built (rare: once a model), so that it is built once.
+_INDEX_BUILD = threading.Lock()
 
 
 class NeighbourhoodPredictor:
@@ -123,7 +128,8 @@ class NeighbourhoodPredictor:
     seed : int
         Seeds the hnswlib index, when one is built.
     build_jobs : int or None
-        Threads building it (1 keeps it reproducible).
+        Threads building it (1 keeps it reproducible; None: every core of
+        the machine that builds it).
     calibration : NewPointCalibration or None, default=None
         The fit's calibration, when it made one (its quantile map then puts new
         points' agreement on the scale of the confidence before calibration).
@@ -237,10 +243,12 @@ class NeighbourhoodPredictor:
 
     def _hnsw(self):
         if self.index is None:
-            rng = np.random.default_rng(self.seed)
-            order = insertion_order(spatial_order(self.features, rng), rng)
-            self.index = _hnsw_index(self.features, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                                     seed=self.seed, build_jobs=self.build_jobs)
+            with _INDEX_BUILD:  # threads predicting at once for the first time: one build, not one each
+                if self.index is None:
+                    rng = np.random.default_rng(self.seed)
+                    order = insertion_order(spatial_order(self.features, rng), rng)
+                    self.index = _hnsw_index(self.features, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                                             seed=self.seed, build_jobs=_resolve_n_jobs(self.build_jobs))
         return self.index
 
     def predict(self, features):

@@ -111,7 +111,7 @@ class PassResult:
 
     @property
     def reached(self):
-        """Whether some patch viewed each sample (bool, shape (n_samples,))."""
+        """Whether some patch viewed each sample (bool, shape (n_samples,); False for the seeds, never viewed)."""
         return self.state.view_count > 0
 
 

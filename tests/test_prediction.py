@@ -229,6 +229,51 @@ def test_the_hnsw_index_agrees_with_the_exact_search_and_survives_pickling(monke
     assert_array_equal(again.predict_proba(X_new), approximate)  # the index is built reproducibly
 
 
+def test_the_hnsw_index_of_a_fit_without_random_state_is_built_on_every_core(monkeypatch):
+    """``random_state=None`` (the default) above the exact search's size: ``predict`` raised a TypeError.
+
+    Fuzzing round 10: the index was asked for ``num_threads=None``, which hnswlib refuses.
+    """
+    X, y, _ = clusters(n_per_class=150, dim=16)
+    model = FastProp(n_neighbors=6).fit(X, y)
+    X_new, _, _ = clusters(seed=7, n_per_class=20, dim=16)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    probabilities = model.predict_proba(X_new)
+    assert model.predictor_.index is not None
+    assert_allclose(probabilities.sum(axis=1), 1.0)
+
+
+def test_threads_predicting_at_once_for_the_first_time_build_one_index(monkeypatch):
+    import threading
+    import time
+
+    X, y, _ = clusters(n_per_class=150, dim=16)
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    X_new, _, _ = clusters(seed=7, n_per_class=20, dim=16)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    builds, build = [], prediction._hnsw_index
+
+    def slow_build(*args, **kwargs):
+        builds.append(1)
+        time.sleep(0.2)  # every thread reaches the missing index while this one builds it
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "_hnsw_index", slow_build)
+    results = [None] * 4
+
+    def ask(slot):
+        results[slot] = model.predict_proba(X_new)
+
+    threads = [threading.Thread(target=ask, args=(slot,)) for slot in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(builds) == 1
+    for result in results[1:]:
+        assert_array_equal(result, results[0])
+
+
 def test_prediction_errors_say_what_is_wrong(fitted):
     X, _, _, model = fitted
     with pytest.raises(NotFittedError, match="not fitted yet"):
