@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ._concurrency import serialised
 from ._files import NpzArchive, write_atomically
+from ._kernels.copies import spread_to_copies
 from ._kernels.csr import knn_to_symmetric_csr
 from ._kernels.topk import top_k_rows
 from ._validation import (
@@ -23,6 +24,7 @@ from ._validation import (
     check_n_neighbors,
     check_random_state,
 )
+from .copies import copy_groups
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
 
@@ -54,8 +56,29 @@ def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construc
                  n_jobs):
     """Fill ``indices``/``similarities`` with hnswlib, inserting and querying in a spatial order.
 
-    See :mod:`fastprop.locality` for why the order matters at scale.
+    See :mod:`fastprop.locality` for why the order matters at scale. Rows
+    with identical copies are indexed once, and each lists its copies first
+    (:mod:`fastprop.copies`: hnswlib can cut a group of copies off from itself).
     """
+    copies = copy_groups(features)
+    if copies is None:
+        _hnsw_search_distinct(features, n_neighbors, indices, similarities, M=M, ef_construction=ef_construction,
+                              ef=ef, rng=rng, build_jobs=build_jobs, n_jobs=n_jobs)
+        return
+    n_groups = copies.representatives.size
+    k_groups = min(n_neighbors, n_groups - 1)
+    near_groups = np.empty((n_groups, k_groups), dtype=np.int64)
+    near_similarities = np.empty((n_groups, k_groups), dtype=np.float32)
+    if k_groups:
+        _hnsw_search_distinct(features[copies.representatives], k_groups, near_groups, near_similarities, M=M,
+                              ef_construction=ef_construction, ef=ef, rng=rng, build_jobs=build_jobs, n_jobs=n_jobs)
+    spread_to_copies(copies.group, copies.group, copies.group_start, copies.group_rows, near_groups,
+                     near_similarities, indices, similarities)
+
+
+def _hnsw_search_distinct(features, n_neighbors, indices, similarities, *, M, ef_construction, ef, rng, build_jobs,
+                          n_jobs):
+    """:func:`_hnsw_search` for rows of which no two are identical."""
     seed = int(rng.integers(0, 2**31 - 1))
     query_order = spatial_order(features, rng)
     index = _hnsw_index(features, insertion_order(query_order, rng), M=M, ef_construction=ef_construction,
@@ -157,7 +180,9 @@ def knn_search(
         Embeddings; rows need not be normalised but must not be all zero.
     n_neighbors : int, default=30
         Neighbours per sample, in ``[1, n_samples - 1]``. A sample never lists
-        itself, though it does list exact duplicates of itself.
+        itself, though it does list exact duplicates of itself, first and in
+        increasing row order with either method (the hnsw search indexes one
+        row of identical ones: :mod:`fastprop.copies`).
     method : {"auto", "exact", "hnsw"}, default="auto"
         ``"exact"``: blocked brute force in float32, memory bounded by a 64 MiB
         block. ``"hnsw"``: approximate search with hnswlib, inserting and

@@ -69,8 +69,10 @@ import numpy as np
 from scipy.special import softmax
 
 from ._kernels.agreement import agreement_rows
+from ._kernels.copies import spread_to_copies
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
+from .copies import copy_groups
 from .graph_signals import density_from_neighbours, local_density, reach_from_neighbours
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index, _resolve_n_jobs
 from .locality import insertion_order, spatial_order
@@ -150,6 +152,7 @@ class NeighbourhoodPredictor:
         self.seed = int(seed)
         self.build_jobs = build_jobs
         self.index = None
+        self.copies = None  # the fitted rows' groups of identical copies, when the index holds one row of each
         self.calibration = calibration
         self.to_graph_weights = graph_weight_map(graph, features, row_scale)
         self.density_floor = 0.0
@@ -174,6 +177,8 @@ class NeighbourhoodPredictor:
             arrays += self.calibration.arrays
         if self.row_scale is not None:
             arrays.append(self.row_scale)
+        if self.copies is not None:
+            arrays += [self.copies.representatives, self.copies.group, self.copies.group_start, self.copies.group_rows]
         held = sum(array.nbytes for array in arrays)
         if self.index is not None:
             # hnswlib keeps a copy of the vectors and, per element, a level-0 list of 2 * M links
@@ -206,25 +211,44 @@ class NeighbourhoodPredictor:
         (many duplicates of a few directions): then each row is queried on
         its own, with the same ``ef``, and a row hnswlib fails on gets the
         exact search's neighbours. A row's neighbours thus never depend on
-        the other rows queried with it.
+        the other rows queried with it. Where fitted rows have identical
+        copies the index holds one row of each group (:mod:`fastprop.copies`),
+        and the nearest groups' rows are listed, each group's in row order.
         """
-        index, k = self._hnsw(), self.n_neighbors
+        index = self._hnsw()
+        k = self.n_neighbors if self.copies is None else min(self.n_neighbors, self.copies.representatives.size)
         index.set_ef(max(2 * k, 64))
         try:
             labels, distances = index.knn_query(unit, k=k)
-            return labels.astype(np.int64), 1.0 - distances
+            return self._spread(labels.astype(np.int64), 1.0 - distances)
         except RuntimeError:
             pass
         indices = np.empty((unit.shape[0], k), dtype=np.int64)
         similarities = np.empty((unit.shape[0], k), dtype=np.float32)
+        exact = np.zeros(unit.shape[0], dtype=bool)
         for row in range(unit.shape[0]):
             try:
                 labels, distances = index.knn_query(unit[row : row + 1], k=k)
                 indices[row], similarities[row] = labels[0], 1.0 - distances[0]
             except RuntimeError:
-                found = self._exact_neighbours(unit[row : row + 1])
-                indices[row], similarities[row] = found[0][0], found[1][0]
+                exact[row] = True
+        indices, similarities = self._spread(indices, similarities)
+        for row in np.flatnonzero(exact):
+            found = self._exact_neighbours(unit[row : row + 1])
+            indices[row], similarities[row] = found[0][0], found[1][0]
         return indices, similarities
+
+    def _spread(self, groups, similarities):
+        """Rows' neighbours from their nearest groups' (the index's labels): the groups' rows, nearest first."""
+        if self.copies is None:
+            return groups, similarities
+        n_rows = groups.shape[0]
+        indices = np.empty((n_rows, self.n_neighbors), dtype=np.int64)
+        spread = np.empty((n_rows, self.n_neighbors), dtype=np.float32)
+        spread_to_copies(np.full(n_rows, -1, dtype=np.int64), np.arange(n_rows, dtype=np.int64),
+                         self.copies.group_start, self.copies.group_rows, groups,
+                         np.ascontiguousarray(similarities, dtype=np.float32), indices, spread)
+        return indices, spread
 
     def _exact_neighbours(self, unit):
         """:meth:`neighbours`' indices and cosine similarities by an exact search, a block of rows at a time."""
@@ -245,9 +269,12 @@ class NeighbourhoodPredictor:
         if self.index is None:
             with _INDEX_BUILD:  # threads predicting at once for the first time: one build, not one each
                 if self.index is None:
+                    copies = copy_groups(self.features)
+                    indexed = self.features if copies is None else self.features[copies.representatives]
                     rng = np.random.default_rng(self.seed)
-                    order = insertion_order(spatial_order(self.features, rng), rng)
-                    self.index = _hnsw_index(self.features, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                    order = insertion_order(spatial_order(indexed, rng), rng)
+                    self.copies = copies
+                    self.index = _hnsw_index(indexed, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
                                              seed=self.seed, build_jobs=_resolve_n_jobs(self.build_jobs))
         return self.index
 

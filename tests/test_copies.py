@@ -1,0 +1,105 @@
+"""Identical rows in the hnsw search: the groups, the lists spread to copies, new points among copies."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+import fastprop.copies as copies_module
+import fastprop.prediction as prediction
+from fastprop import FastProp, knn_search
+from fastprop.copies import copy_groups
+
+
+def rows_with_copies(seed=0, n_distinct=300, dim=8):
+    """Distinct rows, some of them repeated 2-40 times, shuffled."""
+    rng = np.random.default_rng(seed)
+    distinct = rng.normal(size=(n_distinct, dim)).astype(np.float32)
+    repeats = np.ones(n_distinct, dtype=np.int64)
+    repeats[:30] = rng.integers(2, 41, size=30)
+    X = np.repeat(distinct, repeats, axis=0)
+    return X[rng.permutation(len(X))]
+
+
+def reference_groups(X):
+    """Each row's group by sorting rows, numbered by first row."""
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inverse.ravel()], np.sort(first)
+
+
+def test_groups_match_a_sort_of_the_rows():
+    X = rows_with_copies()
+    found = copy_groups(X)
+    group, representatives = reference_groups(X)
+    assert_array_equal(found.group, group)
+    assert_array_equal(found.representatives, representatives)
+    for g in range(representatives.size):
+        members = found.group_rows[found.group_start[g] : found.group_start[g + 1]]
+        assert_array_equal(members, np.flatnonzero(group == g))  # increasing rows
+    assert copy_groups(np.unique(X, axis=0)) is None  # no two rows identical
+    # -0.0 and 0.0 are other bits: not copies
+    assert copy_groups(np.array([[0.0, 1.0], [-0.0, 1.0]], dtype=np.float32)) is None
+
+
+def test_rows_that_share_a_hash_without_being_copies_are_told_apart(monkeypatch):
+    def one_hash(words, hashes):
+        hashes[:] = 7
+
+    monkeypatch.setattr(copies_module, "row_hashes", one_hash)
+    X = rows_with_copies(seed=1)
+    found = copy_groups(X)
+    group, representatives = reference_groups(X)
+    assert_array_equal(found.group, group)
+    assert_array_equal(found.representatives, representatives)
+    assert copy_groups(np.unique(X, axis=0)) is None
+
+
+def test_the_hnsw_search_lists_copies_first_as_the_exact_search_does():
+    X = rows_with_copies(seed=2)
+    group, _ = reference_groups(X)
+    size = np.bincount(group)[group]
+    exact, exact_similarities = knn_search(X, 10, method="exact")
+    approximate, similarities = knn_search(X, 10, method="hnsw", random_state=0)
+    for row in range(len(X)):
+        n_copies = min(size[row] - 1, 10)
+        assert_array_equal(approximate[row, :n_copies], exact[row, :n_copies])  # the same copies, in row order
+        assert np.all(similarities[row, :n_copies] == 1.0)
+        assert not np.isin(group[approximate[row, n_copies:]], group[row]).any()
+    assert np.mean(approximate == exact) > 0.95
+    same = approximate == exact
+    assert np.abs(similarities[same] - exact_similarities[same]).max() < 1e-5
+
+
+def test_a_group_of_copies_hnswlib_cut_off_from_itself_lists_its_copies():
+    """Fuzzing round 10: four groups of 1,000 copies among 6,000 rows; with this seed, hnswlib linked
+    every copy of one group to far points (similarity 0.35) and to none of its copies."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(4, 8)).astype(np.float32)
+    X = np.vstack([np.repeat(centres, 1000, axis=0), rng.normal(size=(2000, 8)).astype(np.float32)])
+    indices, similarities = knn_search(X, 30, method="hnsw", random_state=6)
+    for centre in range(4):
+        rows = slice(1000 * centre, 1000 * (centre + 1))
+        assert np.all(indices[rows] // 1000 == centre) and np.all(similarities[rows] == 1.0)
+
+
+@pytest.mark.parametrize("n_neighbors", [3, 10])
+def test_new_points_among_copies_get_the_copies_as_neighbours(n_neighbors, monkeypatch):
+    X = rows_with_copies(seed=3, dim=16)
+    group, _ = reference_groups(X)
+    rng = np.random.default_rng(3)
+    y = np.full(len(X), -1)
+    y[rng.choice(len(X), 40, replace=False)] = rng.integers(0, 3, size=40)
+    model = FastProp(n_neighbors=n_neighbors, random_state=0).fit(X, y)
+    queries = np.vstack([X[:50], rng.normal(size=(20, 16)).astype(np.float32)])
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    predictor = model.predictor_
+    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    approximate, similarities = predictor._approximate_neighbours(unit)
+    assert predictor.copies is not None and predictor.index.get_current_count() == predictor.copies.representatives.size
+    exact, _ = predictor._exact_neighbours(unit)
+    size = np.bincount(group)[group]
+    for row in range(50):  # a copy of a fitted row: that row's group first, in row order
+        n_copies = min(size[row], n_neighbors)
+        assert_array_equal(approximate[row, :n_copies], exact[row, :n_copies])
+        assert np.all(group[approximate[row, :n_copies]] == group[row])
+    assert np.mean(approximate == exact) > 0.9
