@@ -19,7 +19,7 @@ import numpy as np
 
 from ._kernels.copies import row_hashes, runs_hold_copies
 
-__all__ = ["CopyGroups", "copy_groups"]
+__all__ = ["CopyGroups", "RowSubset", "copy_groups"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,22 @@ class CopyGroups:
     group: np.ndarray
     group_start: np.ndarray
     group_rows: np.ndarray
+
+
+class RowSubset:
+    """Rows ``rows`` of ``features``, gathered only when indexed: the hnsw search's blocks, never a whole copy.
+
+    Supports what the hnsw search and :func:`fastprop.locality.spatial_order`
+    read: ``shape`` and indexing by a slice or an array of positions.
+    """
+
+    def __init__(self, features, rows):
+        self.features = features
+        self.rows = rows
+        self.shape = (rows.size, features.shape[1])
+
+    def __getitem__(self, positions):
+        return self.features[self.rows[positions]]
 
 
 def copy_groups(features):

@@ -24,7 +24,7 @@ from ._validation import (
     check_n_neighbors,
     check_random_state,
 )
-from .copies import copy_groups
+from .copies import RowSubset, copy_groups
 from .locality import insertion_order, spatial_order
 from .rows import SIMILARITY_BLOCK_BYTES, unit_rows
 
@@ -67,11 +67,12 @@ def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construc
         return
     n_groups = copies.representatives.size
     k_groups = min(n_neighbors, n_groups - 1)
-    near_groups = np.empty((n_groups, k_groups), dtype=np.int64)
+    near_groups = np.empty((n_groups, k_groups), dtype=np.int32 if n_groups < 2**31 else np.int64)
     near_similarities = np.empty((n_groups, k_groups), dtype=np.float32)
     if k_groups:
-        _hnsw_search_distinct(features[copies.representatives], k_groups, near_groups, near_similarities, M=M,
-                              ef_construction=ef_construction, ef=ef, rng=rng, build_jobs=build_jobs, n_jobs=n_jobs)
+        _hnsw_search_distinct(RowSubset(features, copies.representatives), k_groups, near_groups, near_similarities,
+                              M=M, ef_construction=ef_construction, ef=ef, rng=rng, build_jobs=build_jobs,
+                              n_jobs=n_jobs)
     spread_to_copies(copies.group, copies.group, copies.group_start, copies.group_rows, near_groups,
                      near_similarities, indices, similarities)
 

@@ -72,7 +72,7 @@ from ._kernels.agreement import agreement_rows
 from ._kernels.copies import spread_to_copies
 from ._kernels.topk import top_k_rows
 from .adjacency import BLOCK_ROWS
-from .copies import copy_groups
+from .copies import RowSubset, copy_groups
 from .graph_signals import density_from_neighbours, local_density, reach_from_neighbours
 from .graph import EXACT_SEARCH_MAX_SAMPLES, _hnsw_index, _resolve_n_jobs
 from .locality import insertion_order, spatial_order
@@ -140,6 +140,10 @@ class NeighbourhoodPredictor:
         float32): :attr:`nbytes` counts it.
     """
 
+    #: The fitted rows' groups of identical copies once the index holds one row of each (None: every row,
+    #: and pickles made before it existed).
+    copies = None
+
     def __init__(self, features, row_scale, scorer, n_neighbors, confidence, fitted_class, graph, unlabeled, seed,
                  build_jobs, calibration=None, owns_features=False):
         self.features = features
@@ -152,7 +156,6 @@ class NeighbourhoodPredictor:
         self.seed = int(seed)
         self.build_jobs = build_jobs
         self.index = None
-        self.copies = None  # the fitted rows' groups of identical copies, when the index holds one row of each
         self.calibration = calibration
         self.to_graph_weights = graph_weight_map(graph, features, row_scale)
         self.density_floor = 0.0
@@ -223,19 +226,22 @@ class NeighbourhoodPredictor:
             return self._spread(labels.astype(np.int64), 1.0 - distances)
         except RuntimeError:
             pass
-        indices = np.empty((unit.shape[0], k), dtype=np.int64)
-        similarities = np.empty((unit.shape[0], k), dtype=np.float32)
-        exact = np.zeros(unit.shape[0], dtype=bool)
+        found = np.empty((unit.shape[0], k), dtype=np.int64)  # the index's labels: rows, or groups of copies
+        found_similarities = np.empty((unit.shape[0], k), dtype=np.float32)
+        answered = np.zeros(unit.shape[0], dtype=bool)
         for row in range(unit.shape[0]):
             try:
                 labels, distances = index.knn_query(unit[row : row + 1], k=k)
-                indices[row], similarities[row] = labels[0], 1.0 - distances[0]
+                found[row], found_similarities[row] = labels[0], 1.0 - distances[0]
+                answered[row] = True
             except RuntimeError:
-                exact[row] = True
-        indices, similarities = self._spread(indices, similarities)
-        for row in np.flatnonzero(exact):
-            found = self._exact_neighbours(unit[row : row + 1])
-            indices[row], similarities[row] = found[0][0], found[1][0]
+                pass
+        indices = np.empty((unit.shape[0], self.n_neighbors), dtype=np.int64)
+        similarities = np.empty((unit.shape[0], self.n_neighbors), dtype=np.float32)
+        indices[answered], similarities[answered] = self._spread(found[answered], found_similarities[answered])
+        for row in np.flatnonzero(~answered):  # one at a time: a row's answer never depends on the others
+            exact = self._exact_neighbours(unit[row : row + 1])
+            indices[row], similarities[row] = exact[0][0], exact[1][0]
         return indices, similarities
 
     def _spread(self, groups, similarities):
@@ -270,7 +276,7 @@ class NeighbourhoodPredictor:
             with _INDEX_BUILD:  # threads predicting at once for the first time: one build, not one each
                 if self.index is None:
                     copies = copy_groups(self.features)
-                    indexed = self.features if copies is None else self.features[copies.representatives]
+                    indexed = self.features if copies is None else RowSubset(self.features, copies.representatives)
                     rng = np.random.default_rng(self.seed)
                     order = insertion_order(spatial_order(indexed, rng), rng)
                     self.copies = copies

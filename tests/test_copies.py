@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
 import fastprop.copies as copies_module
 import fastprop.prediction as prediction
@@ -103,3 +103,72 @@ def test_new_points_among_copies_get_the_copies_as_neighbours(n_neighbors, monke
         assert_array_equal(approximate[row, :n_copies], exact[row, :n_copies])
         assert np.all(group[approximate[row, :n_copies]] == group[row])
     assert np.mean(approximate == exact) > 0.9
+
+
+@pytest.mark.parametrize("n_groups", [1, 4])
+def test_fewer_groups_than_neighbours(n_groups):
+    """Every other group is listed; all rows identical: every row lists the others."""
+    rng = np.random.default_rng(4)
+    X = np.repeat(rng.normal(size=(n_groups, 8)).astype(np.float32), 30, axis=0)
+    exact, _ = knn_search(X, 20, method="exact")
+    approximate, similarities = knn_search(X, 20, method="hnsw", random_state=0)
+    group = np.arange(len(X)) // 30
+    for row in range(len(X)):
+        n_copies = min(29, 20)
+        assert_array_equal(approximate[row, :n_copies], exact[row, :n_copies])
+        assert np.all(similarities[row, :n_copies] == 1.0)
+        assert row not in approximate[row] and len(set(approximate[row])) == 20
+        assert np.all(group[approximate[row, n_copies:]] != group[row])
+
+
+def test_new_points_when_hnswlib_fails_on_rows_among_copies(monkeypatch):
+    """One feature rounded to 0.01 (few distinct rows, many copies) and K = n - 1: hnswlib fails on rows,
+    which get the exact search's neighbours; the rest are spread from groups (a review: the failed rows'
+    unset lists were spread, reading memory out of bounds). Predictions equal the exact-search model's."""
+    rng = np.random.default_rng(0)
+    X = np.round(np.vstack([rng.normal(c, 0.3, (100, 1)) for c in (-1.0, 1.0)]), 2).astype(np.float32)
+    y = np.full(200, -1)
+    y[[0, 100]] = [0, 1]
+    exact = FastProp(n_neighbors=199, random_state=0).fit(X, y)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 0)
+    approximate = FastProp(n_neighbors=199, random_state=0).fit(X, y)
+    queries = np.vstack([X[:20], np.array([[0.5], [-2.0]], dtype=np.float32)])
+    assert_array_equal(approximate.predict_proba(queries), exact.predict_proba(queries))
+    assert_array_equal(approximate.predict_confidence(queries), exact.predict_confidence(queries))
+    assert approximate.predictor_.copies is not None
+    one_at_a_time = np.vstack([approximate.predict_proba(queries[row : row + 1]) for row in range(len(queries))])
+    assert_array_equal(one_at_a_time, approximate.predict_proba(queries))
+
+
+def test_a_predictor_pickled_before_copies_existed_still_predicts(monkeypatch):
+    """Such a pickle has an index of every row and no ``copies`` attribute (a review: AttributeError)."""
+    import pickle
+
+    X = rows_with_copies(seed=5, dim=16)
+    y = np.full(len(X), -1)
+    y[:3] = [0, 1, 2]
+    model = FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    monkeypatch.setattr(prediction, "copy_groups", lambda features: None)  # the index the old code built
+    before = model.predict_proba(X[:20])
+    del model.predictor_.__dict__["copies"]
+    restored = pickle.loads(pickle.dumps(model))
+    assert "copies" not in restored.predictor_.__dict__
+    assert_array_equal(restored.predict_proba(X[:20]), before)
+
+
+def test_new_points_among_fewer_groups_than_neighbours_need_no_exact_search(monkeypatch):
+    rng = np.random.default_rng(6)
+    X = np.repeat(rng.normal(size=(4, 8)).astype(np.float32), 30, axis=0)
+    y = np.full(len(X), -1)
+    y[[0, 30, 60, 90]] = [0, 1, 2, 3]
+    model = FastProp(n_neighbors=20, random_state=0).fit(X, y)
+    exact = model.predict_proba(X[::7])
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    searched = []
+    monkeypatch.setattr(prediction.NeighbourhoodPredictor, "_exact_neighbours",
+                        lambda self, unit: searched.append(1) or (_ for _ in ()).throw(AssertionError("exact search")))
+    # 4 groups asked for, not 20 rows (the copies' similarity is 1 exactly, the exact search's float32 product
+    # may be an ulp off it)
+    assert_allclose(model.predict_proba(X[::7]), exact, rtol=1e-6, atol=1e-12)
+    assert not searched

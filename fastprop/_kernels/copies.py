@@ -71,7 +71,8 @@ def spread_to_copies(own_group, list_of_row, group_start, group_rows, neighbour_
     neighbour_groups : ndarray of shape (n_lists, k_groups), int64
     neighbour_similarities : ndarray of shape (n_lists, k_groups), float32
         Nearest groups (other than the row's own), most similar first;
-        enough to fill ``k`` entries for every row.
+        enough to fill ``k`` entries for every row (the entries they leave
+        unfilled are -1, similarity 0).
     indices : ndarray of shape (n_rows, k), integer
     similarities : ndarray of shape (n_rows, k), float32
         Outputs.
@@ -91,8 +92,10 @@ def spread_to_copies(own_group, list_of_row, group_start, group_rows, neighbour_
                     count += 1
         listed = 0
         source = list_of_row[row]
-        while count < k:
+        while count < k and listed < neighbour_groups.shape[1]:
             near = neighbour_groups[source, listed]
+            if near < 0 or near >= group_start.size - 1:  # not a group: never read outside the arrays
+                break
             for position in range(group_start[near], group_start[near + 1]):
                 if count == k:
                     break
@@ -100,3 +103,6 @@ def spread_to_copies(own_group, list_of_row, group_start, group_rows, neighbour_
                 similarities[row, count] = neighbour_similarities[source, listed]
                 count += 1
             listed += 1
+        for position in range(count, k):
+            indices[row, position] = -1
+            similarities[row, position] = 0.0
