@@ -64,7 +64,7 @@ def copy_groups(features):
 
     Rows are hashed (64-bit FNV-1a of their bits) and the rows of one hash
     are checked to be identical; if two different rows ever share a hash,
-    the groups are found by sorting those rows instead. ``0.0`` and
+    the groups are found by sorting the rows instead. ``0.0`` and
     ``-0.0`` are different bits, so rows that differ only there are not
     copies.
 
