@@ -161,20 +161,21 @@ def propagation_pass(context, workspace, options, notify):
     clock = time.perf_counter()
     labeled = context.seed_class >= 0
     distributions, multiview = distributions_from_views(state, local.graph_logits, local.bias, labeled)
+    reached = state.view_count > 0  # samples some patch viewed (not the seeds)
     whole_graph_labels = options.labels == "graph"
     if whole_graph_labels:
         local.finish()
     confnet = None
     if options.confidence in ("both", "confnet"):
         notify("confnet")
-        confnet = _confnet(context, options, distributions, state.view_count, multiview, labeled)
+        confnet = _confnet(context, options, distributions, state.view_count, reached, multiview, labeled)
     confidence = final_confidence(options.confidence, multiview, confnet, labeled)
     timings["confnet"] = time.perf_counter() - clock
     clock = time.perf_counter()
     pseudo_labels = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     if whole_graph_labels and options.pseudo_labels and options.local_predictor == "sgc":
         pseudo_labels = _self_trained(context, options, local, _whole_graph_classes(local, labeled.size), confidence,
-                                      state.view_count > 0)
+                                      reached)
     timings["self_training"] = time.perf_counter() - clock
     if whole_graph_labels:
         write_softmax_rows(distributions, np.flatnonzero(~labeled), local.graph_logits, local.bias)
@@ -183,7 +184,7 @@ def propagation_pass(context, workspace, options, notify):
                       n_training_patches=local.n_training_patches, timings=timings)
 
 
-def _confnet(context, options, distributions, view_count, multiview, labeled):
+def _confnet(context, options, distributions, view_count, reached, multiview, labeled):
     """ConfNet's confidence of every sample (its inputs freed on return: 70 MB at a million samples)."""
     if options.confnet_features == "structure":
         inputs = structural_features(context.walk, distributions, view_count)
@@ -193,11 +194,11 @@ def _confnet(context, options, distributions, view_count, multiview, labeled):
     # (a far-off cluster of junk would otherwise be every negative and the in-class samples all alike
     # positive, or, left out of training, be scored by extrapolation), so its confidence is 0 as the views'.
     learnt = confnet_confidence(
-        context.walk, inputs, multiview, np.flatnonzero(~labeled & (view_count > 0)), eta=options.eta,
+        context.walk, inputs, multiview, np.flatnonzero(~labeled & reached), eta=options.eta,
         depth=options.confnet_depth, l2=options.confnet_l2, tie_rank=context.tie_rank,
     )
     if learnt is not None:
-        learnt[view_count == 0] = 0.0
+        learnt[~reached] = 0.0
     return learnt
 
 
