@@ -19,7 +19,7 @@ import numpy as np
 
 from ._kernels.copies import row_hashes, runs_hold_copies
 
-__all__ = ["CopyGroups", "RowSubset", "copy_groups"]
+__all__ = ["CopyGroups", "GroupLists", "RowSubset", "copy_groups"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,32 @@ class CopyGroups:
     group: np.ndarray
     group_start: np.ndarray
     group_rows: np.ndarray
+
+    @property
+    def n_groups(self):
+        return self.representatives.size
+
+    def group_lists(self):
+        """What a search over the groups needs to list their rows (a predictor keeps this, not every row's group)."""
+        return GroupLists(group_start=self.group_start, group_rows=self.group_rows)
+
+
+@dataclass(frozen=True)
+class GroupLists:
+    """The rows of each group of identical rows, without the rows' groups.
+
+    Attributes
+    ----------
+    group_start, group_rows : ndarray of int64
+        As :class:`CopyGroups`'.
+    """
+
+    group_start: np.ndarray
+    group_rows: np.ndarray
+
+    @property
+    def n_groups(self):
+        return self.group_start.size - 1
 
 
 class RowSubset:

@@ -65,7 +65,7 @@ def _hnsw_search(features, n_neighbors, indices, similarities, *, M, ef_construc
         _hnsw_search_distinct(features, n_neighbors, indices, similarities, M=M, ef_construction=ef_construction,
                               ef=ef, rng=rng, build_jobs=build_jobs, n_jobs=n_jobs)
         return
-    n_groups = copies.representatives.size
+    n_groups = copies.n_groups
     k_groups = min(n_neighbors, n_groups - 1)
     near_groups = np.empty((n_groups, k_groups), dtype=np.int32 if n_groups < 2**31 else np.int64)
     near_similarities = np.empty((n_groups, k_groups), dtype=np.float32)

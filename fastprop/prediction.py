@@ -140,8 +140,8 @@ class NeighbourhoodPredictor:
         float32): :attr:`nbytes` counts it.
     """
 
-    #: The fitted rows' groups of identical copies once the index holds one row of each (None: every row,
-    #: and pickles made before it existed).
+    #: The rows of each group of identical fitted rows (:class:`fastprop.copies.GroupLists`) once the index
+    #: holds one row of each group (None: every row, and pickles made before it existed).
     copies = None
 
     def __init__(self, features, row_scale, scorer, n_neighbors, confidence, fitted_class, graph, unlabeled, seed,
@@ -181,7 +181,7 @@ class NeighbourhoodPredictor:
         if self.row_scale is not None:
             arrays.append(self.row_scale)
         if self.copies is not None:
-            arrays += [self.copies.representatives, self.copies.group, self.copies.group_start, self.copies.group_rows]
+            arrays += [self.copies.group_start, self.copies.group_rows]
         held = sum(array.nbytes for array in arrays)
         if self.index is not None:
             # hnswlib keeps a copy of the vectors and, per element, a level-0 list of 2 * M links
@@ -219,7 +219,7 @@ class NeighbourhoodPredictor:
         and the nearest groups' rows are listed, each group's in row order.
         """
         index = self._hnsw()
-        k = self.n_neighbors if self.copies is None else min(self.n_neighbors, self.copies.representatives.size)
+        k = self.n_neighbors if self.copies is None else min(self.n_neighbors, self.copies.n_groups)
         index.set_ef(max(2 * k, 64))
         try:
             labels, distances = index.knn_query(unit, k=k)
@@ -279,7 +279,7 @@ class NeighbourhoodPredictor:
                     indexed = self.features if copies is None else RowSubset(self.features, copies.representatives)
                     rng = np.random.default_rng(self.seed)
                     order = insertion_order(spatial_order(indexed, rng), rng)
-                    self.copies = copies
+                    self.copies = None if copies is None else copies.group_lists()
                     self.index = _hnsw_index(indexed, order, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
                                              seed=self.seed, build_jobs=_resolve_n_jobs(self.build_jobs))
         return self.index

@@ -95,7 +95,8 @@ def test_new_points_among_copies_get_the_copies_as_neighbours(n_neighbors, monke
     predictor = model.predictor_
     unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     approximate, similarities = predictor._approximate_neighbours(unit)
-    assert predictor.copies is not None and predictor.index.get_current_count() == predictor.copies.representatives.size
+    assert predictor.copies is not None and predictor.index.get_current_count() == predictor.copies.n_groups
+    assert not hasattr(predictor.copies, "group")  # the rows' groups are not needed to list a group's rows
     exact, _ = predictor._exact_neighbours(unit)
     size = np.bincount(group)[group]
     for row in range(50):  # a copy of a fitted row: that row's group first, in row order
@@ -154,6 +155,21 @@ def test_a_predictor_pickled_before_copies_existed_still_predicts(monkeypatch):
     del model.predictor_.__dict__["copies"]
     restored = pickle.loads(pickle.dumps(model))
     assert "copies" not in restored.predictor_.__dict__
+    assert_array_equal(restored.predict_proba(X[:20]), before)
+
+
+def test_a_predictor_holding_every_rows_group_still_predicts(monkeypatch):
+    """Pickles of the version that kept the whole :class:`CopyGroups` predict as the group lists do."""
+    import pickle
+
+    X = rows_with_copies(seed=6, dim=16)
+    y = np.full(len(X), -1)
+    y[:3] = [0, 1, 2]
+    model = FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    before = model.predict_proba(X[:20])
+    model.predictor_.copies = copy_groups(model.predictor_.features)  # the older predictor's state
+    restored = pickle.loads(pickle.dumps(model))
     assert_array_equal(restored.predict_proba(X[:20]), before)
 
 
