@@ -3,7 +3,7 @@
 Kept apart from the estimator so that ``FastProp`` itself is a thin shell:
 ``fit`` calls :func:`check_settings` first (scikit-learn's rule: parameters
 are stored as given by ``__init__`` and ``set_params`` and validated by
-``fit``), then reads :func:`pass_options` and :func:`batch_size`.
+``fit``), then reads :func:`pass_options`, :func:`decision_options` and :func:`batch_size`.
 """
 
 import numpy as np
@@ -12,6 +12,7 @@ from ._labels import check_unlabeled
 from ._validation import check_bool, check_choice, check_integer, check_real
 from .local_networks import LOCAL_NETWORKS
 from .propagation import PassOptions
+from .refinement import DecisionOptions
 from .threshold import CONFIDENCE_SOURCES
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
@@ -92,6 +93,21 @@ def pass_options(model):
         confnet_l2=float(model.confnet_l2),
         eta=float(model.eta),
         pseudo_labels=model.pseudo_labels,
+    )
+
+
+def decision_options(model):
+    """The settings of the stages after the pass (:func:`fastprop.refinement.decide_outliers`)."""
+    return DecisionOptions(
+        outlier_threshold=model.outlier_threshold,
+        outlier_share=model.outlier_share,
+        provisional_classes=bool(model.provisional_classes),
+        confidence=model.confidence,
+        calibrate_confidence=bool(model.calibrate_confidence),
+        validation_rule=model.validation_rule,
+        predictor_depth=int(model.predictor_depth),
+        predictor_l2=float(model.predictor_l2),
+        n_neighbors=int(model.n_neighbors),
     )
 
 

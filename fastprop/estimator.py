@@ -1,9 +1,10 @@
 """FastProp: reliable label propagation on noisy affinity graphs.
 
 The estimator is a shell: hyperparameter checks live in :mod:`fastprop._settings`,
-the propagation pass in :mod:`fastprop.propagation`, the provisional classes and
-the calibration in :mod:`fastprop.refinement` (over :mod:`fastprop.novelty` and
-:mod:`fastprop.calibration`), the threshold rules in :mod:`fastprop.threshold`
+the propagation pass in :mod:`fastprop.propagation`, the provisional classes, the
+calibration and the outlier decision in :mod:`fastprop.refinement` (over
+:mod:`fastprop.novelty` and :mod:`fastprop.calibration`), the threshold rules in
+:mod:`fastprop.threshold`
 and the labelling of new points in :mod:`fastprop.prediction`.
 """
 
@@ -21,17 +22,17 @@ from ._concurrency import serialised
 from ._estimator_protocol import TransductiveEstimator
 from ._labels import check_known_outliers, check_labels, check_validation, decode_labels, encode_known
 from ._reporting import Reporter
-from ._settings import batch_size, check_settings, pass_options
+from ._settings import batch_size, check_settings, decision_options, pass_options
 from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
 from .adjacency import RandomWalk
 from .graph import fit_graph
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
-from .refinement import calibrated_confidence, given_share, provisional_step
+from .refinement import decide_outliers
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
-from .threshold import REJECT_ALL, fitted_threshold, warn_if_many_classes
+from .threshold import REJECT_ALL, warn_if_many_classes
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
 
@@ -577,58 +578,22 @@ class FastProp(TransductiveEstimator):
         found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
                                  pass_options(self), notify)
         timings.update(found.timings)
-        final = found.confidence
-        final[known_outliers] = 0.0
-        clock = time.perf_counter()
-        predicted = found.distributions.argmax(axis=1)
-        predicted[labeled] = seed_class[labeled]
-        # The samples first given provisional classes are those the paper's rule rejects; the smoothed rule
-        # (when chosen) only sets the final threshold (bench/RESULTS.md, issue #16).
-        # "auto" reads the samples some patch reached: the others have no view, the paper's rule rejects them,
-        # and a far-off cluster of them (junk) would move a split of everyone's confidences. A validation set
-        # chooses the samples first identified even when the final threshold is given.
-        reached, unreached = unlabeled[found.reached[unlabeled]], unlabeled[~found.reached[unlabeled]]
-        identifying = fitted_threshold("auto" if validation is not None else self.outlier_threshold, final,
-                                       predicted, reached, validation, "max")
-        timings["threshold"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        notify("provisional")
-        blended, self.n_provisional_classes_ = False, 0
-        if self.provisional_classes and self.confidence != "random":
-            final, blended, self.n_provisional_classes_ = provisional_step(
-                context, found, final, predicted, identifying, unlabeled, validation,
-                outlier_threshold=self.outlier_threshold, outlier_share=self.outlier_share,
-                predictor_depth=int(self.predictor_depth), predictor_l2=float(self.predictor_l2))
-        self.confidence_calibration_ = calibrated = None
-        if validation is not None and self.calibrate_confidence:
-            # before the threshold: the validation rule's smoothing then works on the probability scale
-            final, calibrated = calibrated_confidence(context, final, predicted, unlabeled, validation,
-                                                      self.n_neighbors)
-            if calibrated is not None:
-                self.confidence_calibration_ = calibrated[1].confidence_map.description()
-        share = given_share(self.outlier_threshold, self.outlier_share, validation)
-        judged = unlabeled if share is not None else reached
-        threshold = fitted_threshold(self.outlier_threshold, final, predicted, judged, validation,
-                                     self.validation_rule, probabilities=blended, share=share)
-        timings["provisional"] = time.perf_counter() - clock
-
-        fitted_class = predicted.copy()
-        if threshold > 0:
-            predicted[(final < threshold) & ~labeled] = -1
-        if validation is None and isinstance(self.outlier_threshold, str) and share != 0:
-            predicted[unreached] = -1  # "auto": no view, an outlier by the paper's rule (if none was reached, all)
-        predicted[known_outliers] = -1
+        decided = decide_outliers(context, found, unlabeled, validation, decision_options(self), notify)
+        timings.update(decided.timings)
+        calibrated = decided.calibrated
+        self.n_provisional_classes_ = decided.n_provisional
+        self.confidence_calibration_ = None if calibrated is None else calibrated[1].confidence_map.description()
         self.n_features_in_ = features.shape[1]
         self.classes_ = classes
         self.label_distributions_ = found.distributions
-        self.confidence_ = final
+        self.confidence_ = decided.confidence
         self.multiview_confidence_ = found.multiview
         self.confnet_confidence_ = (np.full(n_samples, np.nan) if found.confnet is None
                                     else np.where(labeled, 1.0, found.confnet))
         self.view_count_ = found.state.view_count
         self._fitted_unlabeled = self.unlabeled  # predict's and score's marker, whatever set_params does later
-        self.transduction_ = decode_labels(classes, predicted, self.unlabeled)
-        self.outlier_threshold_ = float(threshold)
+        self.transduction_ = decode_labels(classes, decided.predicted, self.unlabeled)
+        self.outlier_threshold_ = decided.threshold
         self.n_iter_ = found.state.n_patches
         self.n_starts_ = found.state.n_starts
         self.n_training_patches_ = found.n_training_patches
@@ -638,10 +603,10 @@ class FastProp(TransductiveEstimator):
         self._validation_samples = np.empty(0, dtype=np.int64) if validation is None else validation[0].copy()
         self.graph_ = graph
         self.timings_ = timings
-        agreeing, new_points = (final, None) if calibrated is None else calibrated
+        agreeing, new_points = (decided.confidence, None) if calibrated is None else calibrated
         self.predictor_ = NeighbourhoodPredictor(
             features, context.row_scale, found.make_scorer(), n_neighbors=self.n_neighbors, confidence=agreeing,
-            fitted_class=fitted_class, graph=graph, unlabeled=unlabeled,
+            fitted_class=decided.fitted_class, graph=graph, unlabeled=unlabeled,
             seed=int(rng.integers(0, 2**31 - 1)), build_jobs=1 if self.random_state is not None else None,
             calibration=new_points, owns_features=features is not X,
         )

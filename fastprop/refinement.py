@@ -1,13 +1,18 @@
-"""The fit's stages after the propagation pass: the provisional classes and the calibration.
+"""The fit's stages after the propagation pass: the provisional classes, the calibration, the outliers.
 
-Both turn the pass's confidence into the final one. The provisional classes
-(:func:`provisional_step`) give the samples the first threshold rejects classes
-of their own that compete with the known ones (:mod:`fastprop.novelty`); with
-a validation set, the calibration (:func:`calibrated_confidence`) then ranks
-the samples by that confidence and the graph signals
-(:mod:`fastprop.graph_signals`, :mod:`fastprop.calibration`) and averages each
-with its rescoring as a new point at its place (:mod:`fastprop.prediction`).
+:func:`decide_outliers` runs them in order. The first two turn the pass's
+confidence into the final one, on which a threshold then rejects outliers.
+The provisional classes (:func:`provisional_step`) give the samples the first
+threshold rejects classes of their own that compete with the known ones
+(:mod:`fastprop.novelty`); with a validation set, the calibration
+(:func:`calibrated_confidence`) then ranks the samples by that confidence and
+the graph signals (:mod:`fastprop.graph_signals`, :mod:`fastprop.calibration`)
+and averages each with its rescoring as a new point at its place
+(:mod:`fastprop.prediction`).
 """
+
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,8 +20,131 @@ from .calibration import calibrate_on_validation
 from .graph_signals import in_class_reach, left_out_reach, local_density, onward_reach, validation_sources
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NEIGHBOURHOOD_SHARE, NewPointCalibration, rescored_as_new_points
+from .threshold import fitted_threshold
 
-__all__ = ["calibrated_confidence", "given_share", "provisional_step"]
+__all__ = ["Decision", "DecisionOptions", "calibrated_confidence", "decide_outliers", "given_share",
+           "provisional_step"]
+
+
+@dataclass(frozen=True)
+class DecisionOptions:
+    """The estimator's settings the stages after the pass read (see :class:`fastprop.FastProp`)."""
+
+    outlier_threshold: object  # "auto", a float or None
+    outlier_share: object  # a float or None
+    provisional_classes: bool
+    confidence: str
+    calibrate_confidence: bool
+    validation_rule: str
+    predictor_depth: int
+    predictor_l2: float
+    n_neighbors: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide_outliers` decided.
+
+    Attributes
+    ----------
+    confidence : ndarray of shape (n_samples,)
+        The final confidence (seeds 1, known outliers 0).
+    fitted_class : ndarray of shape (n_samples,)
+        Each sample's most probable class (the seeds' own), rejected or not.
+    predicted : ndarray of shape (n_samples,)
+        ``fitted_class`` with -1 where a sample is rejected.
+    threshold : float
+        The ``o_tau`` used.
+    n_provisional : int
+        Provisional classes of the last build.
+    calibrated : (agreeing, new_points) or None
+        :func:`calibrated_confidence`'s second output.
+    timings : dict
+        Seconds of ``"threshold"`` (the first one) and ``"provisional"`` (the rest).
+    """
+
+    confidence: np.ndarray
+    fitted_class: np.ndarray
+    predicted: np.ndarray
+    threshold: float
+    n_provisional: int
+    calibrated: object
+    timings: dict
+
+
+def decide_outliers(context, found, unlabeled, validation, options, notify):
+    """The final confidence, the outlier threshold and the labels, from a propagation pass.
+
+    1. The first threshold (the paper's rule on a validation set, else the
+       setting) picks the samples given provisional classes.
+    2. :func:`provisional_step` builds those classes and blends the
+       confidence with them (unless ``provisional_classes=False``).
+    3. With a validation set, :func:`calibrated_confidence` calibrates it.
+    4. The final threshold (the setting, chosen on the validation set,
+       or ``"auto"``'s rule) rejects the unlabeled samples below it;
+       without a validation set ``"auto"`` also rejects the samples no
+       patch reached (they have no view).
+
+    Parameters
+    ----------
+    context : fastprop.propagation.FitContext
+    found : fastprop.propagation.PassResult
+        Its ``confidence`` is used as the first confidence, and changed.
+    unlabeled : ndarray of int
+        Unlabeled samples, known outliers aside.
+    validation : (indices, encoded truth) or None
+    options : DecisionOptions
+    notify : callable
+        ``notify(stage)``: the progress reporter.
+
+    Returns
+    -------
+    Decision
+    """
+    labeled = context.seed_class >= 0
+    known_outliers = context.known_outliers
+    timings = {}
+    final = found.confidence
+    final[known_outliers] = 0.0
+    clock = time.perf_counter()
+    predicted = found.distributions.argmax(axis=1)
+    predicted[labeled] = context.seed_class[labeled]
+    # The samples first given provisional classes are those the paper's rule rejects; the smoothed rule
+    # (when chosen) only sets the final threshold (bench/RESULTS.md, issue #16).
+    # "auto" reads the samples some patch reached: the others have no view, the paper's rule rejects them,
+    # and a far-off cluster of them (junk) would move a split of everyone's confidences. A validation set
+    # chooses the samples first identified even when the final threshold is given.
+    reached, unreached = unlabeled[found.reached[unlabeled]], unlabeled[~found.reached[unlabeled]]
+    identifying = fitted_threshold("auto" if validation is not None else options.outlier_threshold, final,
+                                   predicted, reached, validation, "max")
+    timings["threshold"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    notify("provisional")
+    blended, n_provisional = False, 0
+    if options.provisional_classes and options.confidence != "random":
+        final, blended, n_provisional = provisional_step(
+            context, found, final, predicted, identifying, unlabeled, validation,
+            outlier_threshold=options.outlier_threshold, outlier_share=options.outlier_share,
+            predictor_depth=options.predictor_depth, predictor_l2=options.predictor_l2)
+    calibrated = None
+    if validation is not None and options.calibrate_confidence:
+        # before the threshold: the validation rule's smoothing then works on the probability scale
+        final, calibrated = calibrated_confidence(context, final, predicted, unlabeled, validation,
+                                                  options.n_neighbors)
+    share = given_share(options.outlier_threshold, options.outlier_share, validation)
+    judged = unlabeled if share is not None else reached
+    threshold = fitted_threshold(options.outlier_threshold, final, predicted, judged, validation,
+                                 options.validation_rule, probabilities=blended, share=share)
+    timings["provisional"] = time.perf_counter() - clock
+
+    fitted_class = predicted.copy()
+    if threshold > 0:
+        predicted[(final < threshold) & ~labeled] = -1
+    if validation is None and isinstance(options.outlier_threshold, str) and share != 0:
+        predicted[unreached] = -1  # "auto": no view, an outlier by the paper's rule (if none was reached, all)
+    predicted[known_outliers] = -1
+    return Decision(confidence=final, fitted_class=fitted_class, predicted=predicted, threshold=float(threshold),
+                    n_provisional=n_provisional, calibrated=calibrated, timings=timings)
 
 
 def given_share(outlier_threshold, outlier_share, validation):
