@@ -52,6 +52,13 @@ def random_walk_matrix(adjacency, dtype=np.float64):
 def training_problem(graph, seed_class, patches):
     """The graph, the rows and the seeds a local network is trained on.
 
+    Training patches with the same members (below ``max_patch_size`` every
+    patch grown in a connected component is the whole component) make one
+    block, whose seeds count once for each of them: the same loss as a
+    block each, without a copy of the block per seed (with 30% of 600
+    samples as seeds, 31 patches each of every sample: 18,600 training
+    rows instead of 600).
+
     Parameters
     ----------
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
@@ -63,19 +70,31 @@ def training_problem(graph, seed_class, patches):
     Returns
     -------
     adjacency : scipy.sparse.csr_matrix
-        The whole graph, or the patches' induced subgraphs as diagonal blocks.
+        The whole graph, or the distinct patches' induced subgraphs as diagonal blocks.
     rows : ndarray of int
         The sample of each of its vertices.
     seeds : ndarray of int
-        Its vertices that are seeds (a seed in several patches is a training row in each).
+        Its vertices that are seeds (a seed in several distinct patches is a training row in each).
+    counts : ndarray of shape (len(seeds),), float32
+        How many training patches each seed row stands for (1 on the whole graph).
     """
     if patches is None:
-        rows = np.arange(graph.shape[0])
-        adjacency = graph
-    else:
-        rows = np.concatenate(patches)
-        adjacency = sp.block_diag([graph[members][:, members] for members in patches], format="csr")
-    return adjacency, rows, np.flatnonzero(seed_class[rows] >= 0)
+        seeds = np.flatnonzero(seed_class >= 0)
+        return graph, np.arange(graph.shape[0]), seeds, np.ones(seeds.size, dtype=np.float32)
+    first_of, distinct, repeats = {}, [], []
+    for members in patches:
+        key = np.sort(members).tobytes()
+        if key in first_of:
+            repeats[first_of[key]] += 1
+        else:
+            first_of[key] = len(distinct)
+            distinct.append(members)
+            repeats.append(1)
+    rows = np.concatenate(distinct)
+    block = np.repeat(np.arange(len(distinct)), [members.size for members in distinct])
+    adjacency = sp.block_diag([graph[members][:, members] for members in distinct], format="csr")
+    seeds = np.flatnonzero(seed_class[rows] >= 0)
+    return adjacency, rows, seeds, np.asarray(repeats, dtype=np.float32)[block[seeds]]
 
 
 def _induced(graph, members):
@@ -104,7 +123,7 @@ class LocalGCN:
     @classmethod
     def train(cls, graph, unit, seed_class, n_classes, patches, rng):
         """Train on the seeds of :func:`training_problem` (``unit``: the unit rows, float32)."""
-        adjacency, rows, seeds = training_problem(graph, seed_class, patches)
+        adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
         walk = random_walk_matrix(adjacency, np.float32)
         inputs, propagation = gcn._training_problem(walk, unit[rows], seeds)
         params = [
@@ -113,7 +132,7 @@ class LocalGCN:
             gcn._glorot(rng, GCN_HIDDEN, n_classes, np.float32),
             np.zeros(n_classes, dtype=np.float32),
         ]
-        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]]
+        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]] * counts[:, None]
         return cls(gcn._train(params, inputs, propagation, targets, rng=rng, **GCN_TRAINING))
 
     @property
@@ -180,10 +199,10 @@ class LocalGAT:
     @classmethod
     def train(cls, graph, unit, seed_class, n_classes, patches, rng):
         """Train on the seeds of :func:`training_problem` (``unit``: the unit rows, float32)."""
-        adjacency, rows, seeds = training_problem(graph, seed_class, patches)
+        adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
         inputs, edges = gat._training_problem(gat._closed_neighbourhoods(adjacency), unit[rows], seeds)
         params = gat._initial_params(rng, unit.shape[1], GAT_HEADS, GAT_HIDDEN, 1, n_classes, np.float32)
-        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]]
+        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]] * counts[:, None]
         return cls(gat._train(params, inputs, edges, targets, rng=rng, **GAT_TRAINING))
 
     @property

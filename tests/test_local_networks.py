@@ -9,6 +9,7 @@ from scipy.special import softmax
 from fastprop import FastProp
 from fastprop.adjacency import RandomWalk
 from fastprop.graph import build_knn_graph
+from fastprop.baselines import gat, gcn
 from fastprop.local_networks import (
     GAT_HEADS,
     GAT_HIDDEN,
@@ -16,6 +17,7 @@ from fastprop.local_networks import (
     LocalGAT,
     LocalGCN,
     NetworkPatchPredictor,
+    random_walk_matrix,
     training_problem,
 )
 from fastprop.scheduler import PatchSettings, PatchWorkspace, propagate
@@ -118,17 +120,74 @@ def test_a_new_point_is_a_vertex_of_the_graph_with_no_edge_back(make, dense_netw
 def test_the_training_problem_puts_each_patch_in_a_block_of_its_own():
     _, graph, seed_class, _ = problem()
     patches = [np.array([0, 4, 9]), np.array([9, 20, 1, 33])]
-    adjacency, rows, seeds = training_problem(graph, seed_class, patches)
+    adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
     dense = graph.toarray()
     assert_array_equal(rows, [0, 4, 9, 9, 20, 1, 33])
+    assert_array_equal(counts, np.ones(seeds.size))
     assert_array_equal(adjacency[:3, :3].toarray(), dense[np.ix_(patches[0], patches[0])])
     assert_array_equal(adjacency[3:, 3:].toarray(), dense[np.ix_(patches[1], patches[1])])
     assert adjacency[:3, 3:].nnz == 0 and adjacency[3:, :3].nnz == 0
     assert_array_equal(seeds, np.flatnonzero(seed_class[rows] >= 0))
-    whole, whole_rows, whole_seeds = training_problem(graph, seed_class, None)
+    whole, whole_rows, whole_seeds, whole_counts = training_problem(graph, seed_class, None)
     assert whole is graph
     assert_array_equal(whole_rows, np.arange(graph.shape[0]))
     assert_array_equal(whole_seeds, np.flatnonzero(seed_class >= 0))
+    assert_array_equal(whole_counts, np.ones(whole_seeds.size))
+
+
+def repeated_patches(seed_class):
+    """Three patches with seeds in each, the first twice more (once in another order)."""
+    seeds = np.flatnonzero(seed_class >= 0)
+    first = np.array([seeds[0], 3, 7, seeds[1], 12])
+    second = np.array([seeds[2], 40, seeds[3], 41])
+    return [first, second, first[::-1].copy(), np.array([seeds[4], 50, 51]), first.copy()]
+
+
+def test_repeated_training_patches_are_one_block_whose_seeds_count_for_each():
+    _, graph, seed_class, _ = problem()
+    patches = repeated_patches(seed_class)
+    adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
+    assert_array_equal(rows, np.concatenate([patches[0], patches[1], patches[3]]))
+    assert adjacency.shape == (rows.size, rows.size)
+    assert_array_equal(seeds, np.flatnonzero(seed_class[rows] >= 0))
+    assert_array_equal(counts, np.where(seeds < patches[0].size, 3, 1))
+
+
+def repeated_blocks(graph, patches):
+    """The training graph with a block for every patch, repeats included (what the counts stand for)."""
+    return np.concatenate(patches), sp.block_diag([graph[m][:, m] for m in patches], format="csr")
+
+
+@pytest.mark.parametrize("network", ["gcn", "gat"])
+def test_counted_seeds_give_the_loss_and_gradients_of_repeated_blocks(network):
+    """One block per distinct patch, its seeds counted, against the patches laid out one block each."""
+    unit, graph, seed_class, rng = problem(seed=5)
+    patches = repeated_patches(seed_class)
+    n_classes = 3
+    adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
+    counted_targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]] * counts[:, None]
+    all_rows, all_blocks = repeated_blocks(graph, patches)
+    all_seeds = np.flatnonzero(seed_class[all_rows] >= 0)
+    one_hot = np.eye(n_classes, dtype=np.float32)[seed_class[all_rows[all_seeds]]]
+    if network == "gcn":
+        params = random_gcn(rng, unit.shape[1], n_classes).params
+        counted = gcn._gcn_loss_and_gradients(
+            params, *gcn._training_problem(random_walk_matrix(adjacency, np.float32), unit[rows], seeds),
+            counted_targets, 5e-4)
+        repeated = gcn._gcn_loss_and_gradients(
+            params, *gcn._training_problem(random_walk_matrix(all_blocks, np.float32), unit[all_rows], all_seeds),
+            one_hot, 5e-4)
+    else:
+        params = random_gat(rng, unit.shape[1], n_classes).params
+        counted = gat._gat_loss_and_gradients(
+            params, *gat._training_problem(gat._closed_neighbourhoods(adjacency), unit[rows], seeds),
+            counted_targets, 5e-4)
+        repeated = gat._gat_loss_and_gradients(
+            params, *gat._training_problem(gat._closed_neighbourhoods(all_blocks), unit[all_rows], all_seeds),
+            one_hot, 5e-4)
+    assert counted[0] == pytest.approx(repeated[0], rel=1e-5)
+    for counted_gradient, repeated_gradient in zip(counted[1], repeated[1]):
+        assert_allclose(counted_gradient, repeated_gradient, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("make, dense_network", NETWORKS, ids=["gcn", "gat"])

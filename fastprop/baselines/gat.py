@@ -27,7 +27,7 @@ from .._kernels.attention import attend, attend_backward_columns, attend_backwar
 from .._validation import check_integer, check_memory
 from ..sharing import ThreadSharingBySize
 from ._common import GraphBaseline, check_training
-from .gcn import Adam, _dropout_mask, _flush_tiny, _glorot
+from .gcn import Adam, _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy
 
 #: Negative slope of the LeakyReLU of the attention logits, as in the GAT paper.
 _NEGATIVE_SLOPE = 0.2
@@ -189,7 +189,8 @@ def _gat_loss_and_gradients(params, inputs, edges, targets, weight_decay, masks=
     edges : (_Edges, _Edges)
         Of the two layers (see :func:`_training_problem`), with their transposes.
     targets : ndarray of shape (n_seeds, n_classes)
-        One-hot labels of the second layer's rows.
+        One-hot labels of the second layer's rows (times a seed's count, see
+        :func:`fastprop.baselines.gcn._seed_cross_entropy`).
     weight_decay : float
         The loss includes ``weight_decay / 2`` times the squared norm of every
         weight and attention vector (not the biases).
@@ -209,11 +210,10 @@ def _gat_loss_and_gradients(params, inputs, edges, targets, weight_decay, masks=
         params, inputs, edges, masks, store=True
     )
     log_proba = log_softmax(logits, axis=1)
-    n_seeds = targets.shape[0]
     decayed = (w1, source1, target1, w2, source2, target2)
     penalty = 0.5 * weight_decay * sum(float(np.sum(p * p)) for p in decayed)
-    loss = -float(np.sum(targets * log_proba)) / n_seeds + penalty
-    grad_logits = _flush_tiny((np.exp(log_proba) - targets) / n_seeds)
+    loss, grad_logits = _seed_cross_entropy(log_proba, targets)
+    loss += penalty
     output_heads = source2.shape[0]
     grad_second = np.repeat(grad_logits[:, None, :] / output_heads, output_heads, axis=1)
     grad_hidden, grad_w2, grad_source2, grad_target2 = _attention_layer_backward(

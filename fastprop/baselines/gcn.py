@@ -35,6 +35,25 @@ def _flush_tiny(array):
     return array
 
 
+def _seed_cross_entropy(log_proba, targets):
+    """The seeds' mean cross-entropy and its gradient with respect to the logits.
+
+    A row of ``targets`` is a one-hot label times how many times the seed
+    counts: 1 here, more for a seed of a training patch that repeats
+    (:func:`fastprop.local_networks.training_problem`), which weighs it as
+    that many copies would.
+
+    Returns
+    -------
+    loss : float
+    grad_logits : ndarray of the shape of ``log_proba``
+    """
+    counts = targets.sum(axis=1, keepdims=True)
+    total = float(counts.sum())
+    loss = -float(np.sum(targets * log_proba)) / total
+    return loss, _flush_tiny((np.exp(log_proba) * counts - targets) / total)
+
+
 def _forward(params, inputs, propagation, masks):
     """Logits and the intermediates the backward pass needs."""
     w1, b1, w2, b2 = params
@@ -60,7 +79,7 @@ def _gcn_loss_and_gradients(params, inputs, propagation, targets, weight_decay, 
     propagation : sparse matrix of shape (n_seeds, n_rows)
         Rows of ``Â`` for the seeds, columns restricted to the receptive field.
     targets : ndarray of shape (n_seeds, n_classes)
-        One-hot seed labels.
+        One-hot seed labels (times a seed's count, see :func:`_seed_cross_entropy`).
     weight_decay : float
         The loss includes ``weight_decay / 2 * ||W1||^2`` (first layer only, as
         Kipf & Welling).
@@ -77,9 +96,8 @@ def _gcn_loss_and_gradients(params, inputs, propagation, targets, weight_decay, 
     w1, _, w2, _ = params
     logits, (dropped_inputs, pre_activation, hidden) = _forward(params, inputs, propagation, masks)
     log_proba = log_softmax(logits, axis=1)
-    n_seeds = targets.shape[0]
-    loss = -float(np.sum(targets * log_proba)) / n_seeds + 0.5 * weight_decay * float(np.sum(w1 * w1))
-    grad_logits = _flush_tiny((np.exp(log_proba) - targets) / n_seeds)
+    loss, grad_logits = _seed_cross_entropy(log_proba, targets)
+    loss += 0.5 * weight_decay * float(np.sum(w1 * w1))
     grad_b2 = grad_logits.sum(axis=0)
     grad_hidden_w2 = _flush_tiny(propagation.T @ grad_logits)
     grad_w2 = hidden.T @ grad_hidden_w2
