@@ -266,7 +266,11 @@ def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inc
     except OverflowError:  # a Python int beyond float64's range
         finite = False
     if not finite:
-        raise ValueError(f"{name} must be finite, got {value!r:.40}.")
+        shown = repr(value)
+        if len(shown) > 40:  # e.g. 10**400: its size, not a prefix that reads as a finite number
+            shown = (f"an integer of {len(str(abs(value)))} digits" if isinstance(value, numbers.Integral)
+                     else f"{shown[:30]}... ({len(shown)} characters)")
+        raise ValueError(f"{name} must be finite, got {shown}.")
     _check_range(name, value, low, high, low_inclusive, high_inclusive)
     return float(value)
 

@@ -126,8 +126,8 @@ def _hnsw_query(index, features, order, n_neighbors, indices, similarities, *, e
                 if search_ef >= _MAX_EF:
                     raise ValueError(
                         f"hnswlib found fewer than {n_query} neighbours for some points even with "
-                        f"ef={search_ef} ({error}). Increase M or ef_construction, or use "
-                        "method='exact'."
+                        f"ef={search_ef} ({error}). Use method='exact' (FastProp(graph_method='exact')), "
+                        "or increase M or ef_construction of build_knn_graph / knn_search."
                     ) from None
                 search_ef = min(2 * search_ef, _MAX_EF)
         similarity = np.subtract(np.float32(1.0), distances, out=distances)

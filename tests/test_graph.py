@@ -184,7 +184,8 @@ def test_hnsw_build_with_random_state_is_deterministic(n_jobs):
 def test_hnsw_too_few_neighbours_is_a_clear_error():
     # M=2 with a tiny beam leaves hnswlib's graph too sparse to return 50 neighbours.
     X = clustered(200, 8, 4, seed=7)
-    with pytest.raises(ValueError, match="fewer than 51 neighbours.*Increase M or ef_construction"):
+    advice = "fewer than 51 neighbours.*graph_method='exact'.*increase M or ef_construction"
+    with pytest.raises(ValueError, match=advice):
         knn_search(X, 50, method="hnsw", M=2, ef_construction=2, ef=1, random_state=0)
 
 
