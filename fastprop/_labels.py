@@ -171,6 +171,12 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                 f"y has negative labels other than -1 ({_shown_values(np.unique(named[named < 0]))}); "
                 "-1 is the only marker for unlabeled samples, class labels must be >= 0."
             )
+        if unlabeled != UNLABELED and labeled.all() and (named == UNLABELED).any():
+            warnings.warn(
+                f"y has no sample marked unlabeled={unlabeled!r} but holds -1, which is a class label here: "
+                "every sample is a seed and nothing is propagated. Pass unlabeled=-1 if -1 marks the "
+                "unlabeled samples.", UserWarning, stacklevel=3,
+            )
     if not labeled.any():
         raise ValueError(
             f"y has no labeled sample (all labels are {unlabeled!r}); give at least one seed label."

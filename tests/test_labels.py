@@ -1,5 +1,7 @@
 """Labels as users have them: class names, an explicit unlabeled marker, outputs in the same space."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,17 @@ def test_bad_labels_say_what_to_do():
         check_labels([1, -1], 2, unlabeled=1.5)
     with pytest.raises(ValueError, match="Unknown label type"):
         check_labels([0.5, 1.0], 2)
+
+
+def test_another_marker_with_minus_one_in_y_and_nothing_unlabeled_warns():
+    """unlabeled=99 where y marks its unlabeled samples with -1: -1 becomes a class, every sample a seed."""
+    with pytest.warns(UserWarning, match="no sample marked unlabeled=99 but holds -1"):
+        classes, encoded = check_labels([0, -1, 1, -1], 4, unlabeled=99)
+    assert classes.tolist() == [-1, 0, 1] and (encoded >= 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_labels([0, 99, 1, -1], 4, unlabeled=99)  # -1 a class beside unlabeled samples: as documented
+        check_labels([0, 2, 1, 1], 4, unlabeled=99)  # every sample labelled, no -1
 
 
 def test_decoding_round_trips_and_marks_outliers():
