@@ -4,8 +4,7 @@ The estimator is a shell: hyperparameter checks live in :mod:`fastprop._settings
 the propagation pass in :mod:`fastprop.propagation`, the provisional classes, the
 calibration and the outlier decision in :mod:`fastprop.refinement` (over
 :mod:`fastprop.novelty` and :mod:`fastprop.calibration`), the threshold rules in
-:mod:`fastprop.threshold`
-and the labelling of new points in :mod:`fastprop.prediction`.
+:mod:`fastprop.threshold` and the labelling of new points in :mod:`fastprop.prediction`.
 """
 
 from __future__ import annotations
