@@ -154,6 +154,25 @@ def test_normalised_adjacency_matches_dense(self_loops):
     assert_allclose(result.toarray(), expected, atol=1e-12)
 
 
+def test_normalised_adjacency_of_weights_near_float32s_largest():
+    """Degrees summed in float32 overflowed to inf (a fuzzing round: GCN and FastGCN then labelled one class)."""
+    W = random_graph(20, seed=5).toarray().astype(np.float64) * 1e38
+    A = W + np.eye(20)
+    scale = A.sum(axis=1) ** -0.5
+    result = normalised_adjacency(sp.csr_matrix(W.astype(np.float32)), self_loops=True, dtype=np.float32)
+    assert_allclose(result.toarray(), scale[:, None] * A * scale[None, :], rtol=1e-5, atol=1e-30)
+
+
+@pytest.mark.parametrize("method", [GCN, GAT, FastGCN])
+def test_a_diverged_training_is_a_clear_error_not_uniform_rows(toy, method):
+    """A learning rate of 1e20 overflowed float32 training to NaN, which came back as uniform rows."""
+    X, _, graph, y = toy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow on the way there
+        with pytest.raises(ValueError, match=r"training diverged \(learning_rate=1e\+20, weight_decay="):
+            method(learning_rate=1e20, max_epochs=20, random_state=0).fit(X, y, graph=graph)
+
+
 @pytest.mark.parametrize("depth", [0, 1, 3])
 def test_sgc_features_match_dense(depth):
     W = random_graph(25, seed=6).toarray().astype(np.float64)

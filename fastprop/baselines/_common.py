@@ -253,6 +253,13 @@ def to_distributions(scores, problem):
     return distributions
 
 
+def _diverged(name, params):
+    """The error for class scores that are not finite: training diverged (e.g. a learning rate of 1e20)."""
+    steps = ", ".join(f"{key}={params[key]!r}" for key in ("learning_rate", "weight_decay") if key in params)
+    advice = f" ({steps}): use a smaller learning_rate or weight_decay" if steps else ""
+    return f"{name} gave class scores that are not finite, so its training diverged{advice}."
+
+
 class GraphBaseline(TransductiveEstimator):
     """Common ``fit`` of the baselines; subclasses implement ``_check_params`` and ``_scores``.
 
@@ -290,7 +297,10 @@ class GraphBaseline(TransductiveEstimator):
         problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features,
                               symmetric_for=None if needs is None else (type(self).__name__, needs),
                               method=type(self).__name__)
-        distributions = to_distributions(self._scores(problem, **params), problem)
+        scores = self._scores(problem, **params)
+        if not np.isfinite(scores).all():
+            raise ValueError(_diverged(type(self).__name__, params))
+        distributions = to_distributions(scores, problem)
         self.n_features_in_ = problem.features.shape[1]
         self.classes_ = problem.classes
         self.label_distributions_ = distributions
