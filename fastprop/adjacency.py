@@ -49,7 +49,9 @@ def normalised_adjacency(graph, *, self_loops, dtype):
     adjacency = sp.csr_matrix(graph, dtype=dtype, copy=True)
     if self_loops:
         adjacency = (adjacency + sp.identity(adjacency.shape[0], dtype=dtype, format="csr")).tocsr()
-    degree = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
+    # in float64: a float32 sum of weights near float32's largest overflows (SciPy's sum ignores dtype= here)
+    entry_row = np.repeat(np.arange(adjacency.shape[0]), np.diff(adjacency.indptr))
+    degree = np.bincount(entry_row, weights=adjacency.data.astype(np.float64), minlength=adjacency.shape[0])
     positive = degree > 0
     scale = np.zeros_like(degree)
     scale[positive] = degree[positive] ** -0.5

@@ -237,7 +237,8 @@ def smoothed_threshold(confidence, predicted, truth):
     smoothed = np.zeros(SMOOTHING_GRID.size)
     for begin in range(0, scores.size, SMOOTHING_BLOCK):
         block = slice(begin, begin + SMOOTHING_BLOCK)
-        ramps = expit((scores[None, block] - SMOOTHING_GRID[:, None]) / bandwidth)
+        with np.errstate(over="ignore"):  # a denormal bandwidth: +-inf, whose expit is the step itself
+            ramps = expit((scores[None, block] - SMOOTHING_GRID[:, None]) / bandwidth)
         smoothed += ramps @ worth[block]
     # Past the ramps' reach every ramp has underflowed to 0 and the grid would tie with "reject
     # everything"; those thresholds reject every validation sample, which the +inf end says.

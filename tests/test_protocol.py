@@ -262,6 +262,12 @@ def test_smoothed_threshold_ends_and_degenerate_cases():
     # One confidence for all (bandwidth 0): the exact rule.
     args = ([0.4, 0.4, 0.4], [0, 0, 1], [-1, -1, 1])
     assert smoothed_threshold(*args) == choose_threshold(*args)
+    # A denormal bandwidth (a fuzzing round: an overflow warning): the ramps are the steps themselves.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tiny = (np.array([5e-324, 0.0, 1.0, 0.0, 0.0]), [0, 0, 1, 0, 0], [-1, -1, 1, 0, -1])
+        assert smoothing_bandwidth(tiny[0]) == 5e-324
+        assert_array_equal(tiny[0] < smoothed_threshold(*tiny), tiny[0] < choose_threshold(*tiny))
 
 
 def test_smoothed_threshold_ignores_a_lone_spike():
