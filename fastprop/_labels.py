@@ -82,7 +82,7 @@ def _marker_mask(labels, unlabeled):
     )
 
 
-def check_labels(y, n_samples, unlabeled=UNLABELED):
+def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
     """Validate semi-supervised labels; ``unlabeled`` (default -1) marks an unlabeled sample.
 
     Parameters
@@ -92,6 +92,9 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
     n_samples : int
     unlabeled : int, str or None
         The marker of an unlabeled sample.
+    stacklevel : int, default=1
+        Where the warnings point: 1 is the caller, 2 its caller, and so on
+        (the user's line, past ``fit`` and its wrapper).
 
     Returns
     -------
@@ -112,7 +115,7 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; it is used as y.ravel(). "
             "Pass a 1-D array of labels to silence this warning.",
-            DataConversionWarning, stacklevel=3,
+            DataConversionWarning, stacklevel=stacklevel + 1,
         )
         labels = labels.ravel()
     if labels.ndim != 1:
@@ -171,17 +174,17 @@ def check_labels(y, n_samples, unlabeled=UNLABELED):
                 f"y has negative labels other than -1 ({_shown_values(np.unique(named[named < 0]))}); "
                 "-1 is the only marker for unlabeled samples, class labels must be >= 0."
             )
-        if unlabeled != UNLABELED and labeled.all() and (named == UNLABELED).any():
-            warnings.warn(
-                f"y has no sample marked unlabeled={unlabeled!r} but holds -1, which is a class label here: "
-                "every sample is a seed and nothing is propagated. Pass unlabeled=-1 if -1 marks the "
-                "unlabeled samples.", UserWarning, stacklevel=3,
-            )
     if not labeled.any():
         raise ValueError(
             f"y has no labeled sample (all labels are {unlabeled!r}); give at least one seed label."
         )
     classes, encoded_labeled = np.unique(named, return_inverse=True)
+    if unlabeled != UNLABELED and labeled.all() and any(str(name) == "-1" for name in classes.tolist()):
+        warnings.warn(
+            f"y has no sample marked unlabeled={unlabeled!r} but holds -1, which is a class label here: "
+            "every sample is a seed and nothing is propagated. Pass unlabeled=-1 if -1 marks the "
+            "unlabeled samples.", UserWarning, stacklevel=stacklevel + 1,
+        )
     encoded = np.full(n_samples, -1, dtype=np.int64)
     encoded[labeled] = encoded_labeled.ravel()
     if classes.dtype.kind in "iu":

@@ -266,10 +266,11 @@ def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inc
     except OverflowError:  # a Python int beyond float64's range
         finite = False
     if not finite:
-        shown = repr(value)
-        if len(shown) > 40:  # e.g. 10**400: its size, not a prefix that reads as a finite number
-            shown = (f"an integer of {len(str(abs(value)))} digits" if isinstance(value, numbers.Integral)
-                     else f"{shown[:30]}... ({len(shown)} characters)")
+        if isinstance(value, numbers.Integral):  # e.g. 10**400: its size, not a prefix that reads as finite
+            digits = int(abs(int(value)).bit_length() * math.log10(2)) + 1  # repr fails past 4,300 digits
+            shown = f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
+        else:
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:30]}..."
         raise ValueError(f"{name} must be finite, got {shown}.")
     _check_range(name, value, low, high, low_inclusive, high_inclusive)
     return float(value)

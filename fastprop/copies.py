@@ -44,6 +44,7 @@ class CopyGroups:
 
     @property
     def n_groups(self):
+        """How many groups (each row's own when it has no copy)."""
         return self.representatives.size
 
     def group_lists(self):
@@ -66,6 +67,7 @@ class GroupLists:
 
     @property
     def n_groups(self):
+        """How many groups (each row's own when it has no copy)."""
         return self.group_start.size - 1
 
 

@@ -161,13 +161,13 @@ class FastProp(TransductiveEstimator):
         +3 points at 0% and +0.5 at 50% outliers, MNIST +2 at 50%, the
         synthetic mixture +3 at 0% (bench/RESULTS.md). With a GCN or GAT
         ``local_predictor`` the network trains on the training patches as
-        disjoint blocks of one graph (a patch that repeats, as every patch
-        of a component below ``max_patch_size`` does, counts once, its seeds
-        as often as it repeats): each epoch then costs the seeds' two-hop
-        neighbourhoods summed over the patches, about the number of training
-        patches times ``max_patch_size`` when seeds are dense (3,000 samples
-        with 18% seeds: 290 patches, 178k rows, GAT 215 s; 10k samples with
-        1% seeds: GAT 23-38 s, GCN 5-8 s).
+        disjoint blocks of one graph (a patch that repeats, one that took a
+        small component whole, is one block, its seeds counted as often as
+        it repeats): each epoch then costs the seeds' two-hop neighbourhoods
+        summed over the patches, about the number of training patches times
+        their size (at most ``max_patch_size``) when seeds are dense (3,000
+        samples with 18% seeds: 290 patches of ~610 samples, 178k rows, GAT
+        215 s; 10k samples with 1% seeds: GAT 23-38 s, GCN 5-8 s).
     labels : {"graph", "views"}, default="graph"
         Where ``label_distributions_`` (and so the labels) come from.
         ``"views"`` (the paper): the mean of the patch views of each vertex.
@@ -559,7 +559,7 @@ class FastProp(TransductiveEstimator):
         notify = Reporter(self.progress, self.verbose)
         features = check_features(X, rescale_rows=True)  # only directions matter: cosine graph, unit rows
         n_samples = features.shape[0]
-        classes, seed_class = check_labels(y, n_samples, self.unlabeled)
+        classes, seed_class = check_labels(y, n_samples, self.unlabeled, stacklevel=3)  # past the wrapper
         labeled = seed_class >= 0
         if validation is not None:
             validation = check_validation(validation, n_samples, labeled, classes, self.unlabeled)

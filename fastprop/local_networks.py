@@ -52,12 +52,13 @@ def random_walk_matrix(adjacency, dtype=np.float64):
 def training_problem(graph, seed_class, patches):
     """The graph, the rows and the seeds a local network is trained on.
 
-    Training patches with the same members (below ``max_patch_size`` every
-    patch grown in a connected component is the whole component) make one
-    block, whose seeds count once for each of them: the same loss as a
-    block each, without a copy of the block per seed (with 30% of 600
-    samples as seeds, 31 patches each of every sample: 18,600 training
-    rows instead of 600).
+    Training patches with the same members make one block, whose seeds
+    count once for each of them: the loss and gradients of a block each
+    (only the dropout masks, drawn per block, are fewer), without a copy of
+    the block per patch. Patches repeat where one takes its whole connected
+    component before reaching ``max_patch_size`` or ``min_gain`` (a small
+    component, or a small data set: with 30% of 600 samples as seeds, 31
+    patches of every sample, 18,600 training rows instead of 600).
 
     Parameters
     ----------
@@ -92,7 +93,7 @@ def training_problem(graph, seed_class, patches):
             repeats.append(1)
     rows = np.concatenate(distinct)
     block = np.repeat(np.arange(len(distinct)), [members.size for members in distinct])
-    adjacency = sp.block_diag([graph[members][:, members] for members in distinct], format="csr")
+    adjacency = sp.block_diag([_induced(graph, members) for members in distinct], format="csr")
     seeds = np.flatnonzero(seed_class[rows] >= 0)
     return adjacency, rows, seeds, np.asarray(repeats, dtype=np.float32)[block[seeds]]
 

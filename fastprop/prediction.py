@@ -181,7 +181,7 @@ class NeighbourhoodPredictor:
         if self.row_scale is not None:
             arrays.append(self.row_scale)
         if self.copies is not None:
-            arrays += [self.copies.group_start, self.copies.group_rows]
+            arrays += list(vars(self.copies).values())  # a GroupLists (a CopyGroups in older pickles)
         held = sum(array.nbytes for array in arrays)
         if self.index is not None:
             # hnswlib keeps a copy of the vectors and, per element, a level-0 list of 2 * M links

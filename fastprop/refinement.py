@@ -83,7 +83,7 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     4. The final threshold (the setting, chosen on the validation set,
        or ``"auto"``'s rule) rejects the unlabeled samples below it;
        without a validation set ``"auto"`` also rejects the samples no
-       patch reached (they have no view).
+       patch reached (they have no view), unless ``outlier_share=0``.
 
     Parameters
     ----------

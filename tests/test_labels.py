@@ -41,10 +41,16 @@ def test_another_marker_with_minus_one_in_y_and_nothing_unlabeled_warns():
     with pytest.warns(UserWarning, match="no sample marked unlabeled=99 but holds -1"):
         classes, encoded = check_labels([0, -1, 1, -1], 4, unlabeled=99)
     assert classes.tolist() == [-1, 0, 1] and (encoded >= 0).all()
+    with pytest.warns(UserWarning, match="no sample marked unlabeled=99"):  # labels as objects too
+        check_labels(np.array([0, -1, 1], dtype=object), 3, unlabeled=99)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_labels([0, 99, 1, -1], 4, unlabeled=99)  # -1 a class beside unlabeled samples: as documented
         check_labels([0, 2, 1, 1], 4, unlabeled=99)  # every sample labelled, no -1
+    X = np.random.default_rng(0).normal(size=(12, 3))
+    with pytest.warns(UserWarning, match="no sample marked") as caught:  # pointing at the user's line
+        FastProp(unlabeled=99, random_state=0).fit(X, np.r_[[0, 1], np.full(10, -1)])
+    assert [warning.filename for warning in caught] == [__file__]
 
 
 def test_decoding_round_trips_and_marks_outliers():

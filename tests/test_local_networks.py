@@ -8,8 +8,8 @@ from scipy.special import softmax
 
 from fastprop import FastProp
 from fastprop.adjacency import RandomWalk
-from fastprop.graph import build_knn_graph
 from fastprop.baselines import gat, gcn
+from fastprop.graph import build_knn_graph
 from fastprop.local_networks import (
     GAT_HEADS,
     GAT_HIDDEN,

@@ -112,7 +112,7 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=Non
     features = check_features(X, cosine=graph is None, rescale_rows=not reads_features,
                               computing_method=method if reads_features else None)
     n_samples = features.shape[0]
-    classes, encoded = check_labels(y, n_samples)
+    classes, encoded = check_labels(y, n_samples, stacklevel=4)  # the user's line: past fit and its wrapper
     if graph is None:
         graph = fit_graph(features, n_neighbors)
     graph = check_graph(graph, n_samples)

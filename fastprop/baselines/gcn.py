@@ -36,12 +36,17 @@ def _flush_tiny(array):
 
 
 def _seed_cross_entropy(log_proba, targets):
-    """The seeds' mean cross-entropy and its gradient with respect to the logits.
+    """The seeds' cross-entropy, a mean weighted by their counts, and its gradient with respect to the logits.
 
-    A row of ``targets`` is a one-hot label times how many times the seed
-    counts: 1 here, more for a seed of a training patch that repeats
-    (:func:`fastprop.local_networks.training_problem`), which weighs it as
-    that many copies would.
+    Parameters
+    ----------
+    log_proba : ndarray of shape (n_seeds, n_classes)
+        The seeds' log-probabilities.
+    targets : ndarray of shape (n_seeds, n_classes)
+        Each seed's one-hot label times how many times it counts: 1 in the
+        baselines, more for a seed of a training patch that repeats
+        (:func:`fastprop.local_networks.training_problem`), which weighs it
+        as that many copies would.
 
     Returns
     -------

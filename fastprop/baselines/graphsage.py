@@ -27,7 +27,7 @@ from scipy.special import log_softmax, softmax
 from .._validation import check_bool, check_choice, check_integer, check_memory
 from ._common import GraphBaseline, check_training
 from ._sampling import train_on_batches
-from .gcn import _dropout_mask, _flush_tiny, _glorot
+from .gcn import _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy
 
 AGGREGATORS = ("mean", "gcn")
 #: Squared norms are clamped at this value before an L2 normalisation (TensorFlow's
@@ -223,10 +223,8 @@ def _sage_loss_and_gradients(params, inputs, layers, targets, weight_decay, norm
     logits, cache = _forward(params, inputs, layers, normalize, masks)
     first_in, pre_activation, hidden, scale, second_in = cache
     log_proba = log_softmax(logits, axis=1)
-    n_outputs = targets.shape[0]
-    penalty = 0.5 * weight_decay * (float(np.sum(w1 * w1)) + float(np.sum(w2 * w2)))
-    loss = -float(np.sum(targets * log_proba)) / n_outputs + penalty
-    grad_logits = _flush_tiny((np.exp(log_proba) - targets) / n_outputs)
+    loss, grad_logits = _seed_cross_entropy(log_proba, targets)
+    loss += 0.5 * weight_decay * (float(np.sum(w1 * w1)) + float(np.sum(w2 * w2)))
     grad_b2 = grad_logits.sum(axis=0)
     grad_w2 = second_in.T @ grad_logits + weight_decay * w2
     grad_hidden = _flush_tiny(_aggregate_backward(grad_logits @ w2.T, layers[1]))
