@@ -1,5 +1,7 @@
 """Identical rows in the hnsw search: the groups, the lists spread to copies, new points among copies."""
 
+import pickle
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -141,15 +143,19 @@ def test_new_points_when_hnswlib_fails_on_rows_among_copies(monkeypatch):
     assert_array_equal(one_at_a_time, approximate.predict_proba(queries))
 
 
-def test_a_predictor_pickled_before_copies_existed_still_predicts(monkeypatch):
-    """Such a pickle has an index of every row and no ``copies`` attribute (a review: AttributeError)."""
-    import pickle
-
-    X = rows_with_copies(seed=5, dim=16)
+def model_predicting_by_hnsw(seed, monkeypatch):
+    """A model of rows with copies, three seeds, whose new points go through the hnsw index."""
+    X = rows_with_copies(seed=seed, dim=16)
     y = np.full(len(X), -1)
     y[:3] = [0, 1, 2]
     model = FastProp(n_neighbors=5, random_state=0).fit(X, y)
     monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    return X, model
+
+
+def test_a_predictor_pickled_before_copies_existed_still_predicts(monkeypatch):
+    """Such a pickle has an index of every row and no ``copies`` attribute (a review: AttributeError)."""
+    X, model = model_predicting_by_hnsw(5, monkeypatch)
     monkeypatch.setattr(prediction, "copy_groups", lambda features: None)  # the index the old code built
     before = model.predict_proba(X[:20])
     del model.predictor_.__dict__["copies"]
@@ -160,13 +166,7 @@ def test_a_predictor_pickled_before_copies_existed_still_predicts(monkeypatch):
 
 def test_a_predictor_holding_every_rows_group_still_predicts(monkeypatch):
     """Pickles of the version that kept the whole :class:`CopyGroups` predict as the group lists do."""
-    import pickle
-
-    X = rows_with_copies(seed=6, dim=16)
-    y = np.full(len(X), -1)
-    y[:3] = [0, 1, 2]
-    model = FastProp(n_neighbors=5, random_state=0).fit(X, y)
-    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    X, model = model_predicting_by_hnsw(6, monkeypatch)
     before = model.predict_proba(X[:20])
     model.predictor_.copies = copy_groups(model.predictor_.features)  # the older predictor's state
     restored = pickle.loads(pickle.dumps(model))
