@@ -263,6 +263,13 @@ def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(
         FastProp(n_neighbors=10, random_state=0, **{setting: value}).fit(X, y, graph=graph)
 
 
+def test_an_integer_setting_past_python_s_printing_limit_is_named_by_its_size(two_clusters):
+    """repr() refuses integers past 4,300 digits (a review): the message must not depend on it."""
+    X, y, graph = two_clusters
+    with pytest.raises(ValueError, match="min_gain must be finite, got an integer of about 5001 digits"):
+        FastProp(min_gain=10**5000).fit(X, y, graph=graph)
+
+
 def test_predict_keeps_the_unlabeled_marker_of_the_fit(two_clusters):
     X, y, graph = two_clusters
     model = FastProp(n_neighbors=10, random_state=0, outlier_threshold=1.0).fit(X, y, graph=graph)
