@@ -1,6 +1,7 @@
 """The GAT baseline: its sparse attention against a dense reference, its hand-written
 gradients against finite differences, and the estimator's behaviour."""
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -151,6 +152,7 @@ def test_same_random_state_same_result_and_inputs_untouched():
     assert_array_equal(y, y_before)
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
 def test_sharing_rows_among_threads_does_not_change_the_result(monkeypatch):
     X, y, _ = blobs(30, 2, seed=8)
 
