@@ -270,7 +270,8 @@ def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inc
             digits = int(abs(int(value)).bit_length() * math.log10(2)) + 1  # repr fails past 4,300 digits
             shown = f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
         else:
-            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:30]}..."
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else f"{shown[:30]}..."
         raise ValueError(f"{name} must be finite, got {shown}.")
     _check_range(name, value, low, high, low_inclusive, high_inclusive)
     return float(value)

@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels.csr import has_symmetric_weights, scale_rows
+from ._kernels.poisson import row_sums
 from ._kernels.walk import inverse_closed_degree, walk_rows
 from .rows import float64_scaled_rows
 from .sharing import ThreadSharingBySize
@@ -49,9 +50,8 @@ def normalised_adjacency(graph, *, self_loops, dtype):
     adjacency = sp.csr_matrix(graph, dtype=dtype, copy=True)
     if self_loops:
         adjacency = (adjacency + sp.identity(adjacency.shape[0], dtype=dtype, format="csr")).tocsr()
-    # in float64: a float32 sum of weights near float32's largest overflows (SciPy's sum ignores dtype= here)
-    entry_row = np.repeat(np.arange(adjacency.shape[0]), np.diff(adjacency.indptr))
-    degree = np.bincount(entry_row, weights=adjacency.data.astype(np.float64), minlength=adjacency.shape[0])
+    degree = np.empty(adjacency.shape[0])
+    row_sums(adjacency.indptr, adjacency.data, degree)  # float64: float32 sums of weights ~1e38 overflow
     positive = degree > 0
     scale = np.zeros_like(degree)
     scale[positive] = degree[positive] ** -0.5
