@@ -133,6 +133,36 @@ def test_l2_normalisation_gradient(scale, eps):
     assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-9 / scale)
 
 
+def test_l2_normalisation_of_float32_rows_whose_squares_overflow():
+    rows = np.array([[3e20, -4e20, 0.0], [1e30, 1e30, 1e30], [0.6, 0.8, 0.0]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        normalised, (norms, clamped) = _l2_normalise(rows)
+    reference = np.linalg.norm(rows.astype(np.float64), axis=1)
+    assert_allclose(norms[:, 0], reference, rtol=1e-6)
+    assert_allclose(normalised, rows.astype(np.float64) / reference[:, None], rtol=1e-6)
+    assert not clamped.any()
+
+
+def test_a_huge_learning_rate_ends_where_a_large_one_does():
+    # Adam's steps are about +-learning_rate once it dwarfs the initial weights, so the weights
+    # scale with it and the normalised network's labels do not; at 1e20 the float32 squares of
+    # the hidden rows overflow (they collapsed to 0, and the weight penalty warned).
+    X, labels = clusters(40, 10, 3, seed=6)
+    y = seed_labels(labels, 2, seed=6)
+
+    def fit(learning_rate):
+        return GraphSAGE(n_neighbors=8, hidden=16, max_epochs=10, learning_rate=learning_rate,
+                         random_state=0).fit(X, y)
+
+    large = fit(1e10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = fit(1e20)
+    assert_array_equal(huge.transduction_, large.transduction_)
+    assert_array_equal(huge.transduction_, labels)
+
+
 # ---------------------------------------------------------------- fits
 
 

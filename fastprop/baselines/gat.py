@@ -27,7 +27,7 @@ from .._kernels.attention import attend, attend_backward_columns, attend_backwar
 from .._validation import check_integer, check_memory
 from ..sharing import ThreadSharingBySize
 from ._common import GraphBaseline, check_training
-from .gcn import Adam, _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy
+from .gcn import Adam, _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy, _squared_norm
 
 #: Negative slope of the LeakyReLU of the attention logits, as in the GAT paper.
 _NEGATIVE_SLOPE = 0.2
@@ -211,7 +211,7 @@ def _gat_loss_and_gradients(params, inputs, edges, targets, weight_decay, masks=
     )
     log_proba = log_softmax(logits, axis=1)
     decayed = (w1, source1, target1, w2, source2, target2)
-    penalty = 0.5 * weight_decay * sum(float(np.sum(p * p)) for p in decayed)
+    penalty = 0.5 * weight_decay * sum(_squared_norm(p) for p in decayed)
     loss, grad_logits = _seed_cross_entropy(log_proba, targets)
     loss += penalty
     output_heads = source2.shape[0]

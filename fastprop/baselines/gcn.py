@@ -59,6 +59,11 @@ def _seed_cross_entropy(log_proba, targets):
     return loss, _flush_tiny((np.exp(log_proba) * counts - targets) / total)
 
 
+def _squared_norm(weights):
+    """``||weights||^2`` summed in float64: a float32 square overflows from ``|w|`` ~ 1.8e19 (a huge learning rate)."""
+    return float(np.sum(np.square(weights, dtype=np.float64)))
+
+
 def _forward(params, inputs, propagation, masks):
     """Logits and the intermediates the backward pass needs."""
     w1, b1, w2, b2 = params
@@ -102,7 +107,7 @@ def _gcn_loss_and_gradients(params, inputs, propagation, targets, weight_decay, 
     logits, (dropped_inputs, pre_activation, hidden) = _forward(params, inputs, propagation, masks)
     log_proba = log_softmax(logits, axis=1)
     loss, grad_logits = _seed_cross_entropy(log_proba, targets)
-    loss += 0.5 * weight_decay * float(np.sum(w1 * w1))
+    loss += 0.5 * weight_decay * _squared_norm(w1)
     grad_b2 = grad_logits.sum(axis=0)
     grad_hidden_w2 = _flush_tiny(propagation.T @ grad_logits)
     grad_w2 = hidden.T @ grad_hidden_w2

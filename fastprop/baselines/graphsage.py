@@ -27,7 +27,7 @@ from scipy.special import log_softmax, softmax
 from .._validation import check_bool, check_choice, check_integer, check_memory
 from ._common import GraphBaseline, check_training
 from ._sampling import train_on_batches
-from .gcn import _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy
+from .gcn import _dropout_mask, _flush_tiny, _glorot, _seed_cross_entropy, _squared_norm
 
 AGGREGATORS = ("mean", "gcn")
 #: Squared norms are clamped at this value before an L2 normalisation (TensorFlow's
@@ -154,10 +154,20 @@ def _aggregate_backward(gradient, layer):
 
 
 def _l2_normalise(rows):
-    """``rows / sqrt(max(||row||^2, eps))``, the divisors (n_rows, 1) and which rows were clamped."""
-    squares = np.einsum("ij,ij->i", rows, rows)
+    """``rows / sqrt(max(||row||^2, eps))``, the divisors (n_rows, 1) and which rows were clamped.
+
+    A row whose squares overflow (float32 entries past ~1e19, after a huge
+    learning rate) has its norm taken from the row scaled by its largest entry.
+    """
+    with np.errstate(over="ignore"):
+        squares = np.einsum("ij,ij->i", rows, rows)
     clamped = squares <= _NORM_EPS
     norms = np.sqrt(np.maximum(squares, _NORM_EPS))[:, None]
+    overflowed = np.flatnonzero(np.isinf(squares))
+    if overflowed.size:
+        largest = np.abs(rows[overflowed]).max(axis=1)
+        scaled = rows[overflowed] / largest[:, None]
+        norms[overflowed, 0] = largest * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
     return rows / norms, (norms, clamped)
 
 
@@ -224,7 +234,7 @@ def _sage_loss_and_gradients(params, inputs, layers, targets, weight_decay, norm
     first_in, pre_activation, hidden, scale, second_in = cache
     log_proba = log_softmax(logits, axis=1)
     loss, grad_logits = _seed_cross_entropy(log_proba, targets)
-    loss += 0.5 * weight_decay * (float(np.sum(w1 * w1)) + float(np.sum(w2 * w2)))
+    loss += 0.5 * weight_decay * (_squared_norm(w1) + _squared_norm(w2))
     grad_b2 = grad_logits.sum(axis=0)
     grad_w2 = second_in.T @ grad_logits + weight_decay * w2
     grad_hidden = _flush_tiny(_aggregate_backward(grad_logits @ w2.T, layers[1]))
