@@ -64,6 +64,7 @@ ask for it together wait for one build.
 """
 
 import threading
+import weakref
 
 import numpy as np
 from scipy.special import softmax
@@ -97,8 +98,16 @@ COSINE_WEIGHT_TOLERANCE = 1e-4
 #: hnswlib settings of the index built for new points (as :func:`fastprop.build_knn_graph`'s).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
-#: Held while an index for new points is built (rare: once a model), so that it is built once.
-_INDEX_BUILD = threading.Lock()
+#: Each predictor's lock, held while its index for new points is built (once a model), so that threads
+#: predicting at once build it once and one model's build does not hold up another model's.
+_INDEX_BUILDS = weakref.WeakKeyDictionary()
+_INDEX_BUILDS_GUARD = threading.Lock()
+
+
+def _index_build_lock(predictor):
+    """The lock of ``predictor``'s index build, made on first use (a lock cannot be pickled with it)."""
+    with _INDEX_BUILDS_GUARD:
+        return _INDEX_BUILDS.setdefault(predictor, threading.Lock())
 
 
 class NeighbourhoodPredictor:
@@ -273,7 +282,7 @@ class NeighbourhoodPredictor:
 
     def _hnsw(self):
         if self.index is None:
-            with _INDEX_BUILD:  # threads predicting at once for the first time: one build, not one each
+            with _index_build_lock(self):  # threads predicting at once for the first time: one build, not one each
                 if self.index is None:
                     copies = copy_groups(self.features)
                     indexed = self.features if copies is None else RowSubset(self.features, copies.representatives)

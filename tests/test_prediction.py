@@ -274,6 +274,35 @@ def test_threads_predicting_at_once_for_the_first_time_build_one_index(monkeypat
         assert_array_equal(result, results[0])
 
 
+def test_one_models_index_build_does_not_hold_up_another_models(monkeypatch):
+    import threading
+
+    X, y, _ = clusters(n_per_class=150, dim=16)
+    slow_model = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    other_model = FastProp(n_neighbors=6, random_state=1).fit(X, y)
+    X_new, _, _ = clusters(seed=7, n_per_class=20, dim=16)
+    monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
+    build, started, release = prediction._hnsw_index, threading.Event(), threading.Event()
+
+    def build_held_for_the_slow_model(*args, **kwargs):
+        if threading.current_thread() is slow:
+            started.set()
+            release.wait(timeout=20)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "_hnsw_index", build_held_for_the_slow_model)
+    slow = threading.Thread(target=slow_model.predict_proba, args=(X_new,))
+    slow.start()
+    try:
+        assert started.wait(timeout=20)
+        other_model.predict_proba(X_new)  # with one lock for every model it waited for the release
+        assert not release.is_set() and slow.is_alive()
+    finally:
+        release.set()
+        slow.join(timeout=60)
+    assert slow_model.predictor_.index is not None and other_model.predictor_.index is not None
+
+
 def test_prediction_errors_say_what_is_wrong(fitted):
     X, _, _, model = fitted
     with pytest.raises(NotFittedError, match="not fitted yet"):
