@@ -18,7 +18,10 @@ The count is a setting of the whole process (OpenBLAS has no per-thread
 count in these builds: ``openblas_set_num_threads_local`` changes it for
 every thread, measured), so it is set when the first of any concurrent
 fits starts and given back when the last one ends; BLAS calls the user
-makes on other threads meanwhile run on one thread too. Another BLAS (MKL,
+makes on other threads meanwhile run on one thread too, and a count another
+thread sets meanwhile (threadpoolctl) holds for the fits too and is
+overridden when the last one ends. A forked child keeps only the blocks of
+the thread that forked (:func:`_after_fork_in_child`). Another BLAS (MKL,
 Accelerate, BLIS) is left as it is: ``OPENBLAS_NUM_THREADS=1``,
 ``MKL_NUM_THREADS=1`` or threadpoolctl do the same from outside. The
 libraries are found through ``/proc/self/maps``, so on Linux only.
@@ -43,7 +46,7 @@ _MAPS = "/proc/self/maps"
 
 _controls = {}  # path -> (getter, setter), or None for a library without them
 _lock = threading.Lock()
-_users = 0  # fits inside blas_on_calling_thread now
+_holders = {}  # thread ident -> how many blocks of blas_on_calling_thread that thread is inside now
 _saved = []  # (setter, count) to give back when the last of them ends
 
 
@@ -87,22 +90,49 @@ def openblas_thread_counts():
 @contextlib.contextmanager
 def blas_on_calling_thread():
     """Within the block, every loaded OpenBLAS runs on one thread; the counts come back after the last block."""
-    global _users
+    me = threading.get_ident()
     with _lock:
-        if _users == 0:
+        if not _holders:
             for path in _loaded_openblas_paths():
                 control = _control(path)
                 if control is not None:
                     getter, setter = control
                     _saved.append((setter, getter()))
                     setter(1)
-        _users += 1
+        _holders[me] = _holders.get(me, 0) + 1
     try:
         yield
     finally:
         with _lock:
-            _users -= 1
-            if _users == 0:
-                for setter, count in reversed(_saved):
-                    setter(count)
-                _saved.clear()
+            _holders[me] -= 1
+            if not _holders[me]:
+                del _holders[me]
+            if not _holders:
+                _give_back()
+
+
+def _give_back():
+    """Set every OpenBLAS back to the count saved when the first block began."""
+    for setter, count in reversed(_saved):
+        setter(count)
+    _saved.clear()
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked: the other threads' blocks end here.
+
+    Without this a fit running on another thread at the fork left the
+    child's OpenBLAS on one thread for good, and its lock held by a thread
+    that does not exist in the child.
+    """
+    global _lock
+    _lock = threading.Lock()
+    me = threading.get_ident()
+    for ident in [ident for ident in _holders if ident != me]:
+        del _holders[ident]
+    if not _holders:
+        _give_back()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

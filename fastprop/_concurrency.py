@@ -13,9 +13,15 @@ Either way each call's result is the one it would have alone. The same
 decorator runs the call with every OpenBLAS on one thread
 (:func:`~fastprop._blas.blas_on_calling_thread`): Numba's threads are the
 only parallel work of a fit.
+
+Processes: GNU OpenMP (Numba's ``omp`` layer in pip wheels on Linux) cannot
+run again in a child forked after it ran; Numba then ends the child with
+SIGTERM at its first parallel kernel. A decorated call in such a child
+raises a RuntimeError that says how to start the processes instead.
 """
 
 import functools
+import os
 import threading
 
 import numba
@@ -26,6 +32,15 @@ from ._blas import blas_on_calling_thread
 _THREADSAFE_LAYERS = ("tbb", "omp")
 #: Re-entrant: a fit that builds its graph enters a serialised function twice.
 _LOCK = threading.RLock()
+#: Whether this process was forked from one whose parallel kernels ran on GNU OpenMP.
+_forked_after_gnu_openmp = False
+FORKED_AFTER_GNU_OPENMP = (
+    "This process was forked from one that had already run fastprop's parallel kernels on Numba's GNU "
+    "OpenMP threading layer, which cannot run again after fork() (Numba would end this process). Start "
+    "worker processes with the 'spawn' or 'forkserver' start method (multiprocessing.get_context('spawn'), "
+    "ProcessPoolExecutor(mp_context=...)), or fork them before the first fit, or set "
+    "NUMBA_THREADING_LAYER=workqueue (or install tbb) before fastprop is imported."
+)
 
 
 def _threadsafe_layer():
@@ -36,11 +51,39 @@ def _threadsafe_layer():
         return False
 
 
+def _gnu_openmp_in_use():
+    """Whether Numba has launched its parallel kernels on GNU OpenMP in this process."""
+    try:
+        if numba.threading_layer() != "omp":
+            return False
+    except ValueError:  # no parallel kernel has run in this process yet
+        return False
+    from numba.np.ufunc import omppool
+
+    return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+
+
+def _after_fork_in_child():
+    """A forked child: a lock of its own (the parent's holder is not here); whether OpenMP can run."""
+    global _LOCK, _forked_after_gnu_openmp
+    _LOCK = threading.RLock()
+    _forked_after_gnu_openmp = _forked_after_gnu_openmp or _gnu_openmp_in_use()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def serialised(function):
-    """Run ``function`` with BLAS on the calling thread, under the lock unless Numba's layer is thread-safe."""
+    """Run ``function`` with BLAS on the calling thread, under the lock unless Numba's layer is thread-safe.
+
+    Raises a RuntimeError in a child forked after GNU OpenMP ran (see the module notes).
+    """
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        if _forked_after_gnu_openmp:
+            raise RuntimeError(FORKED_AFTER_GNU_OPENMP)
         with blas_on_calling_thread():
             if _threadsafe_layer():
                 return function(*args, **kwargs)

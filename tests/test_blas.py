@@ -1,5 +1,6 @@
 """Every OpenBLAS runs on one thread during a fit, and gets its own count back after."""
 
+import os
 import threading
 
 import numpy as np
@@ -77,4 +78,35 @@ def test_overlapping_blocks_from_two_threads_give_the_count_back_once_both_end(t
     assert set(openblas_thread_counts().values()) == {1}  # the other block is still open
     release.set()
     other.join()
+    assert set(openblas_thread_counts().values()) == {2}
+
+
+@needs_openblas
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_while_another_thread_fits_gets_its_counts_and_locks_back(two_blas_threads):
+    """Fuzzing round 13: the child kept OpenBLAS on one thread for good, and under Numba's workqueue
+    layer hung on the fit lock, both held by a thread that does not exist in the child."""
+    from fastprop import _blas, _concurrency
+
+    inside, release = threading.Event(), threading.Event()
+
+    def fitting():
+        with blas_on_calling_thread(), _concurrency._LOCK:
+            inside.set()
+            release.wait(30)
+
+    other = threading.Thread(target=fitting)
+    other.start()
+    try:
+        assert inside.wait(30)
+        pid = os.fork()
+        if pid == 0:  # the child: report by exit status, never return into pytest
+            failures = (set(openblas_thread_counts().values()) != {2}) + 2 * bool(_blas._holders)
+            failures += 4 * (not _concurrency._LOCK.acquire(timeout=5)) + 8 * (not _blas._lock.acquire(timeout=5))
+            os._exit(failures)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        other.join(30)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status}"
     assert set(openblas_thread_counts().values()) == {2}
