@@ -147,6 +147,7 @@ def summary(label, name, noise, results):
         row[key] = "—" if undefined else f"{scale * values.mean():.2f} ± {scale * values.std(ddof=1):.2f}"
     row["provisional"] = f"{np.mean([r['n_provisional'] for r in results]):.0f}"
     row["accuracy_runs"] = [r["accuracy"] for r in results]  # per seed, for paired differences
+    row["best_threshold_runs"] = [r["best_threshold_accuracy"] for r in results]  # what each seed's threshold cost
     return row
 
 
