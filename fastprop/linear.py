@@ -15,6 +15,8 @@ from .lbfgs import minimise
 #: rounding alone (float32 inputs carry ~6e-8 of it; a graph of equal weights ~1e-16) and counts as
 #: constant: standardised, its rounding would become values of ~1e8-1e16.
 ROUNDING_SPREAD = 1e-6
+#: The float64 logits :func:`write_softmax_rows` turns into probabilities at once (at most).
+SOFTMAX_BLOCK_BYTES = 64 * 2**20
 
 
 def feature_spread(values, axis=None):
@@ -176,19 +178,29 @@ def softmax_proba(features, coef, intercept):
     return softmax(np.asarray(features, dtype=np.float64) @ coef + intercept, axis=1)
 
 
-def write_softmax_rows(out, rows, logits_of, intercept, block=65_536):
-    """``out[rows] = softmax(logits_of(rows) + intercept)``, ``block`` rows at a time.
+def write_softmax_rows(out, rows, logits_of, intercept, block_bytes=SOFTMAX_BLOCK_BYTES):
+    """``out[rows] = softmax(logits_of(rows) + intercept)``, a block of rows at a time.
 
     ``logits_of(some_rows)`` gives the logits of those rows (e.g. a row
-    lookup, or the last smoothing step of just those rows). The same rows as
-    one :func:`softmax_proba` of them all, without its (len(rows),
-    n_classes) temporaries: at a million samples and 20 classes five of them
-    (~800 MB) were the fit's peak of memory.
+    lookup, or the last smoothing step of just those rows); each row's
+    result is its own whatever the block. A block is at most 65,536 rows and
+    ``block_bytes`` of float64 logits, so the softmax's (rows, n_classes)
+    temporaries stay small: at a million samples and 20 classes five of them
+    for all rows (~800 MB) were the fit's peak of memory, and with thousands
+    of classes one block of 65,536 rows was several times the distributions.
     """
-    identity = np.eye(intercept.size)
+    block = max(1, min(65_536, block_bytes // (8 * intercept.size)))
     for begin in range(0, rows.size, block):
         chunk = rows[begin : begin + block]
-        out[chunk] = softmax_proba(logits_of(chunk), identity, intercept)
+        out[chunk] = softmax(np.asarray(logits_of(chunk), dtype=np.float64) + intercept, axis=1)
+
+
+def one_hot(labels, n_columns, dtype=np.float64):
+    """Rows of the identity of size ``n_columns`` at ``labels``, without the identity itself (n_columns^2)."""
+    labels = np.asarray(labels)
+    rows = np.zeros((labels.size, n_columns), dtype=dtype)
+    rows[np.arange(labels.size), labels] = 1
+    return rows
 
 
 def fit_logistic_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6):

@@ -30,6 +30,7 @@ from scipy.special import softmax
 
 from ._kernels.views import update_patch_views
 from .baselines import gat, gcn
+from .linear import one_hot
 
 #: Hidden units of the GCN local predictor (the GCN baseline has 256; 64 keeps a patch ~4x cheaper).
 GCN_HIDDEN = 64
@@ -133,7 +134,7 @@ class LocalGCN:
             gcn._glorot(rng, GCN_HIDDEN, n_classes, np.float32),
             np.zeros(n_classes, dtype=np.float32),
         ]
-        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]] * counts[:, None]
+        targets = one_hot(seed_class[rows[seeds]], n_classes, np.float32) * counts[:, None]
         return cls(gcn._train(params, inputs, propagation, targets, rng=rng, **GCN_TRAINING))
 
     @property
@@ -203,7 +204,7 @@ class LocalGAT:
         adjacency, rows, seeds, counts = training_problem(graph, seed_class, patches)
         inputs, edges = gat._training_problem(gat._closed_neighbourhoods(adjacency), unit[rows], seeds)
         params = gat._initial_params(rng, unit.shape[1], GAT_HEADS, GAT_HIDDEN, 1, n_classes, np.float32)
-        targets = np.eye(n_classes, dtype=np.float32)[seed_class[rows[seeds]]] * counts[:, None]
+        targets = one_hot(seed_class[rows[seeds]], n_classes, np.float32) * counts[:, None]
         return cls(gat._train(params, inputs, edges, targets, rng=rng, **GAT_TRAINING))
 
     @property

@@ -27,7 +27,7 @@ never an (n, n_features) smoothed copy.
 import numpy as np
 
 from .column_scores import known_class_confidence, most_probable_columns
-from .linear import fit_softmax_regression
+from .linear import fit_softmax_regression, one_hot
 from .threshold import MANY_CLASSES, PROBABILITY_CUT
 
 #: At most this many provisional classes (their columns cost time in every
@@ -569,14 +569,14 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
                                smoothed[members.size + known.size + picked]])
     targets = np.concatenate([seed_class[seeds], extra_class, n_classes + np.arange(n_provisional)])
     n_columns = n_classes + n_provisional
-    coef, intercept = fit_softmax_regression(training, np.eye(n_columns)[targets], l2=l2, max_iter=max_iter)
+    coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2, max_iter=max_iter)
     if refit_candidates is not None:
         pool = np.setdiff1d(refit_candidates, np.concatenate([members, known, candidates[picked]]))
         more, more_column = refit_rows(walk, features, row_scale, coef, intercept, depth, pool, n_classes)
         if more.size:
             training = np.concatenate([training, walk.smooth(features, more, depth, row_scale=row_scale)])
             targets = np.concatenate([targets, more_column])
-            coef, intercept = fit_softmax_regression(training, np.eye(n_columns)[targets], l2=l2,
+            coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2,
                                                      max_iter=max_iter, tol=REFIT_TOL, initial=(coef, intercept))
     confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows, n_top)
     return confidence, n_provisional

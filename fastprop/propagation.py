@@ -16,7 +16,7 @@ import numpy as np
 
 from .adjacency import BLOCK_ROWS, RandomWalk
 from .confnet import confnet_confidence, structural_features
-from .linear import fit_softmax_regression, softmax_proba, write_softmax_rows
+from .linear import fit_softmax_regression, one_hot, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
 from .rows import float64_scaled_rows, unit_rows
@@ -267,7 +267,7 @@ class _LinearLocalPredictor:
             seeds = np.flatnonzero(context.seed_class >= 0)
             rows = self.seed_rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
             row_class, self.n_training_patches = context.seed_class[seeds], 0
-        self.coef, self.bias = fit_softmax_regression(rows, np.eye(context.n_classes)[row_class],
+        self.coef, self.bias = fit_softmax_regression(rows, one_hot(row_class, context.n_classes),
                                                       l2=options.predictor_l2)
         self._start()
         self.patches = LinearPatchPredictor(self.level, self.bias)
@@ -284,7 +284,7 @@ class _LinearLocalPredictor:
             self.seed_rows = self.walk.smooth(context.features, seeds, self.depth, row_scale=context.row_scale)
         pseudo_rows = self.walk.smooth(context.features, pseudo, self.depth, row_scale=context.row_scale)
         rows = np.vstack([self.seed_rows, pseudo_rows])
-        targets = np.eye(context.n_classes)[np.r_[context.seed_class[seeds], pseudo_class]]
+        targets = one_hot(np.r_[context.seed_class[seeds], pseudo_class], context.n_classes)
         self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
                                                       initial=(self.coef, self.bias))
         self._start()
@@ -391,7 +391,7 @@ def distributions_from_views(state, graph_logits, bias, labeled):
     np.divide(distributions, state.view_count[:, None], out=distributions, where=mean_of_views)
     unreached = np.flatnonzero(~seen & ~labeled)
     if unreached.size:
-        distributions[unreached] = softmax_proba(graph_logits(unreached), np.eye(bias.size), bias)
+        write_softmax_rows(distributions, unreached, graph_logits, bias)
     distributions /= distributions.sum(axis=1, keepdims=True)
     multiview = np.where(seen | labeled, state.confidence, 0.0)
     return distributions, multiview
