@@ -31,9 +31,14 @@ from .refinement import decide_outliers
 from .rows import inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
-from .threshold import REJECT_ALL, warn_if_many_classes
+from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_has_no_class
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
+
+#: (n_samples, n_classes) float64 arrays a fit holds at its peak, rounded up: 4.6 measured with
+#: 1,000 classes on 20,000 samples (the distributions, a walk step's input and output, the
+#: predictor's float32 levels; bench/RESULTS.md, fuzzing round 14).
+PEAK_CLASS_ARRAYS = 5
 
 
 class FastProp(TransductiveEstimator):
@@ -564,8 +569,14 @@ class FastProp(TransductiveEstimator):
         if validation is not None:
             validation = check_validation(validation, n_samples, labeled, classes, self.unlabeled)
         known_outliers = check_known_outliers(outliers, n_samples, labeled, validation)
+        if validation is not None and isinstance(self.outlier_threshold, str):
+            warn_if_validation_has_no_class(validation[1], stacklevel=3)
         if validation is None and isinstance(self.outlier_threshold, str) and self.outlier_share is None:
             warn_if_many_classes(classes.size, stacklevel=3)  # from fit's caller, past the serialising wrapper
+        check_memory(PEAK_CLASS_ARRAYS * 8 * n_samples * classes.size,
+                     f"FastProp on {n_samples:,} samples and {classes.size:,} classes (about {PEAK_CLASS_ARRAYS} "
+                     f"float64 arrays of samples x classes at its peak)",
+                     "fit on a sample of the rows and predict the rest, or on fewer classes at once.")
         rng = check_random_state(self.random_state)
         tie_rank = rng.permutation(n_samples)
         timings = {}

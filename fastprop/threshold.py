@@ -324,10 +324,34 @@ def warn_if_many_classes(n_classes, stacklevel):
         f"outlier_threshold='auto' without a validation set on {n_classes} classes: from {MANY_CLASSES} "
         "classes up it was measured to reject 9-16% of the in-class samples of sentence-embedding tasks "
         "that had no outlier at all, 3-5 points of accuracy below a threshold chosen on a validation set, "
-        "and with 150-500 small classes of about one seed each (synthetic) 31-85%, 3-38 points below "
-        "(bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
+        "and with 150-500 small classes of about one seed each (synthetic) 31-85%, 3-38 points below; "
+        "with 1,000 classes or more it can reject every sample (bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
         "--validation on the command line) or the share of outliers you expect (FastProp(outlier_share=...); "
         "--outlier-share; 0 for none).",
+        OutlierThresholdWarning, stacklevel=stacklevel + 1,
+    )
+
+
+def warn_if_validation_has_no_class(validation_truth, stacklevel):
+    """Emit :class:`OutlierThresholdWarning` when ``"auto"`` is chosen on a validation set of known outliers only.
+
+    Rejecting everything is then right on every validation sample, so the
+    threshold rejects every unlabeled sample (found by fuzzing round 14: one
+    outlier as the whole validation set rejected 99% of the samples).
+
+    Parameters
+    ----------
+    validation_truth : ndarray of int
+        The validation samples' encoded truth (-1 for a known outlier).
+    stacklevel : int
+        Passed to :func:`warnings.warn`, counted from the caller.
+    """
+    if np.any(validation_truth >= 0):
+        return
+    warnings.warn(
+        f"validation holds only known outliers ({validation_truth.size} of them), so outlier_threshold='auto' "
+        "chosen on it rejects every unlabeled sample. Add in-class samples with their classes to validation, "
+        "or pass the known outliers as fit(..., outliers=...) instead.",
         OutlierThresholdWarning, stacklevel=stacklevel + 1,
     )
 

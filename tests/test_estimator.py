@@ -507,11 +507,28 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
 def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
     import fastprop._validation
 
+    from fastprop.estimator import PEAK_CLASS_ARRAYS
+
     X, y, _ = two_clusters_and_outliers()
     graph = build_knn_graph(X, 8, method="exact")
-    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: 10_000)
+    enough_for_the_class_arrays = PEAK_CLASS_ARRAYS * 8 * X.shape[0] * 2
+    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: enough_for_the_class_arrays)
     with pytest.raises(ValueError, match=r"patch buffers \(max_patch_size=3000.*lower max_patch_size"):
         FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)
+
+
+def test_class_arrays_larger_than_memory_are_refused_up_front(monkeypatch):
+    """Fuzzing round 14: 100k samples and 10k classes grew past 15 GB before the patch loop, to be
+    killed by the system at ~50 GB; the fit's peak is about five samples x classes float64 arrays."""
+    import fastprop._validation
+    from fastprop.estimator import PEAK_CLASS_ARRAYS
+
+    X, y, _ = two_clusters_and_outliers()
+    graph = build_knn_graph(X, 8, method="exact")
+    needed = PEAK_CLASS_ARRAYS * 8 * X.shape[0] * 2
+    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: needed - 1)
+    with pytest.raises(ValueError, match=rf"FastProp on {X.shape[0]} samples and 2 classes .* predict the rest"):
+        FastProp(n_neighbors=8, random_state=0, max_patch_size=20).fit(X, y, graph=graph)
 
 
 def test_auto_without_validation_warns_from_many_classes_up():
@@ -532,6 +549,25 @@ def test_auto_without_validation_warns_from_many_classes_up():
         for kwargs, fit_kwargs in quiet:
             FastProp(n_neighbors=5, random_state=0, **kwargs).fit(X, y, **fit_kwargs)
         FastProp(n_neighbors=5, random_state=0).fit(X_fewer, y_fewer)
+
+
+def test_a_validation_set_of_known_outliers_only_warns_that_everything_is_rejected():
+    """Fuzzing round 14: one known outlier as the whole validation set rejected 99% of the samples, silently."""
+    import warnings
+
+    from fastprop.threshold import OutlierThresholdWarning
+
+    X, y, truth = two_clusters_and_outliers()
+    outliers, in_class = np.flatnonzero(truth < 0)[:3], np.flatnonzero((truth >= 0) & (y < 0))[:3]
+    with pytest.warns(OutlierThresholdWarning, match=r"only known outliers \(3 of them\).*outliers=") as record:
+        model = FastProp(n_neighbors=8, random_state=0).fit(X, y, validation=(outliers, truth[outliers]))
+    assert [w.filename for w in record] == [__file__]
+    assert np.all(model.transduction_[y < 0] == -1)  # what it warned of
+    mixed = np.r_[outliers, in_class]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FastProp(n_neighbors=8, random_state=0).fit(X, y, validation=(mixed, truth[mixed]))
+        FastProp(n_neighbors=8, random_state=0, outlier_threshold=0.3).fit(X, y, validation=(outliers, truth[outliers]))
 
 
 def test_the_threshold_warning_is_public():

@@ -612,11 +612,12 @@ def test_save_graph_names_the_target_and_leaves_nothing(issue, tmp_path, monkeyp
 def test_validation_of_only_known_outliers_gives_a_finite_threshold(issue, tmp_path, capsys):
     """The threshold was inf, and the CLI printed 'confidence below inf'."""
     from fastprop.cli import main
-    from fastprop.threshold import REJECT_ALL
+    from fastprop.threshold import REJECT_ALL, OutlierThresholdWarning
 
     X, y, _ = issue
     indices = np.arange(10, 20)
-    model = FastProp(random_state=0).fit(X, y, validation=(indices, np.full(10, -1)))
+    with pytest.warns(OutlierThresholdWarning, match="only known outliers"):
+        model = FastProp(random_state=0).fit(X, y, validation=(indices, np.full(10, -1)))
     assert model.outlier_threshold_ == REJECT_ALL and 1.0 < REJECT_ALL < 1.0 + 1e-15
     assert np.all(model.transduction_[y == -1] == -1) and np.all(model.transduction_[:2] == [0, 1])
     np.save(tmp_path / "X.npy", X)
