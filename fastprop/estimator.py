@@ -28,7 +28,7 @@ from .graph import fit_graph
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .refinement import decide_outliers
-from .rows import inverse_norms
+from .rows import direction_spread, inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
 from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_has_no_class
@@ -148,7 +148,10 @@ class FastProp(TransductiveEstimator):
     predictor_depth : int, default=2
         SGC depth of the local predictor.
     predictor_l2 : float, default=3e-5
-        Ridge penalty of the local predictor's softmax regression.
+        Ridge penalty of the local predictor's softmax regression, for rows
+        whose directions spread as most embeddings' do; on rows that nearly
+        all point one way (a mean cosine similarity above ~0.75) it shrinks
+        with their spread (:func:`fastprop._settings.predictor_penalty`).
     confnet_depth : int, default=1
         SGC depth of ConfNet.
     confnet_l2 : float, default=1e-3
@@ -593,10 +596,11 @@ class FastProp(TransductiveEstimator):
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         # The patch buffers go to the pass alone, which frees them after its loop.
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
+        spread = direction_spread(features, context.row_scale)
         found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
-                                 pass_options(self), notify)
+                                 pass_options(self, spread), notify)
         timings.update(found.timings)
-        decided = decide_outliers(context, found, unlabeled, validation, decision_options(self), notify)
+        decided = decide_outliers(context, found, unlabeled, validation, decision_options(self, spread), notify)
         timings.update(decided.timings)
         calibrated = decided.calibrated
         self.n_provisional_classes_ = decided.n_provisional

@@ -12,6 +12,8 @@ import numpy as np
 SIMILARITY_BLOCK_BYTES = 64 * 2**20
 #: Rows whose norms are computed at a time: no (n, d) temporary of squares.
 NORM_BLOCK_ROWS = 16384
+#: :func:`direction_spread` reads at most this many rows (every k-th).
+SPREAD_SAMPLE_ROWS = 65536
 
 
 def inverse_norms(features):
@@ -32,6 +34,37 @@ def inverse_norms(features):
     if np.all(np.abs(norms / powers - 1.0) <= 1e-4):  # dividing by a power of two is exact
         return None if np.all(powers == 1.0) else 1.0 / powers
     return 1.0 / norms
+
+
+def direction_spread(features, row_scale):
+    """``1 - ||mean unit row||^2``: how far the rows' directions spread around their mean.
+
+    About one minus the mean cosine similarity of two rows: 0 when every row
+    points the same way, 1 for directions spread evenly. Read on every k-th
+    row, at most :data:`SPREAD_SAMPLE_ROWS` of them, in float64.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n, d)
+    row_scale : ndarray of shape (n,) or None
+        :func:`inverse_norms` of ``features`` (None: unit rows).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
+    step = -(-features.shape[0] // SPREAD_SAMPLE_ROWS)
+    sampled = np.arange(0, features.shape[0], step)
+    total = np.zeros(features.shape[1])
+    for start in range(0, sampled.size, NORM_BLOCK_ROWS):
+        rows = sampled[start : start + NORM_BLOCK_ROWS]
+        block = features[rows].astype(np.float64)
+        if row_scale is not None:
+            block *= row_scale[rows, None]
+        total += block.sum(axis=0)
+    mean = total / sampled.size
+    return float(min(max(1.0 - mean @ mean, 0.0), 1.0))
 
 
 def unit_rows(features):

@@ -570,6 +570,24 @@ def test_a_validation_set_of_known_outliers_only_warns_that_everything_is_reject
         FastProp(n_neighbors=8, random_state=0, outlier_threshold=0.3).fit(X, y, validation=(outliers, truth[outliers]))
 
 
+def test_rows_that_nearly_all_point_one_way_are_labelled_not_rejected():
+    """Fuzzing round 14: embeddings with a large common offset (mean cosine 0.9999) left the predictor's
+    probabilities near uniform under its fixed penalty, and every unlabeled sample was rejected."""
+    from fastprop._settings import PARALLEL_SPREAD, predictor_penalty
+    from fastprop.evaluation.datasets import make_noisy_mixture
+
+    X, truth = make_noisy_mixture(1200, 4, n_features=16, overlap=0.3, outlier_fraction=0.0, random_state=0)
+    y = np.full(truth.size, -1)
+    for label in range(4):
+        y[np.flatnonzero(truth == label)[:3]] = label
+    model = FastProp(random_state=0).fit(X + 10.0, y)
+    assert np.mean(model.transduction_[y < 0] == -1) < 0.1  # all of them before
+    assert np.mean(model.transduction_ == truth) > 0.9
+    # the penalty is the setting wherever rows spread as the data sets measured (0.31-0.96), smaller below
+    assert predictor_penalty(3e-5, PARALLEL_SPREAD) == predictor_penalty(3e-5, 0.9) == 3e-5
+    assert predictor_penalty(3e-5, PARALLEL_SPREAD / 100) == pytest.approx(3e-7)
+
+
 def test_the_threshold_warning_is_public():
     import fastprop
     from fastprop.threshold import OutlierThresholdWarning

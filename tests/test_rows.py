@@ -30,3 +30,18 @@ def test_inverse_norms_of_unit_rows_times_powers_of_two_are_exact_powers():
     assert np.array_equal((scaled * factors[:, None]).astype(np.float32), unit)  # the very bits of the unit rows
     general = unit * rng.uniform(0.5, 3.0, size=(50, 1)).astype(np.float32)
     assert_allclose(rows_module.inverse_norms(general), 1 / np.linalg.norm(general.astype(np.float64), axis=1))
+
+
+def test_direction_spread_is_one_minus_the_mean_cosine_similarity(monkeypatch):
+    rng = np.random.default_rng(10)
+    X = (rng.normal(size=(200, 6)) + [3.0, 0, 0, 0, 0, 0]).astype(np.float32)
+    unit = X.astype(np.float64) / np.linalg.norm(X.astype(np.float64), axis=1, keepdims=True)
+    cosines = unit @ unit.T
+    assert_allclose(rows_module.direction_spread(X, rows_module.inverse_norms(X)), 1.0 - cosines.mean(), rtol=1e-6)
+    assert_allclose(rows_module.direction_spread(unit.astype(np.float32), None), 1.0 - cosines.mean(), rtol=1e-6)
+    assert rows_module.direction_spread(np.tile(X[:1], (5, 1)), None) == 0.0  # parallel rows, not below 0
+    monkeypatch.setattr(rows_module, "SPREAD_SAMPLE_ROWS", 50)
+    monkeypatch.setattr(rows_module, "NORM_BLOCK_ROWS", 16)
+    every_fourth = unit[::4]
+    mean = every_fourth.mean(axis=0)
+    assert_allclose(rows_module.direction_spread(X, rows_module.inverse_norms(X)), 1.0 - mean @ mean, rtol=1e-6)
