@@ -325,7 +325,8 @@ def warn_if_many_classes(n_classes, stacklevel):
         "classes up it was measured to reject 9-16% of the in-class samples of sentence-embedding tasks "
         "that had no outlier at all, 3-5 points of accuracy below a threshold chosen on a validation set, "
         "and with 150-500 small classes of about one seed each (synthetic) 31-85%, 3-38 points below; "
-        "with 1,000 classes or more it can reject every sample (bench/RESULTS.md, issue #16). Give a validation set (fit's validation=(indices, labels); "
+        "with 1,000 classes or more it can reject every sample (bench/RESULTS.md, issue #16). Give a "
+        "validation set (fit's validation=(indices, labels); "
         "--validation on the command line) or the share of outliers you expect (FastProp(outlier_share=...); "
         "--outlier-share; 0 for none).",
         OutlierThresholdWarning, stacklevel=stacklevel + 1,
