@@ -17,7 +17,10 @@ only parallel work of a fit.
 Processes: GNU OpenMP (Numba's ``omp`` layer in pip wheels on Linux) cannot
 run again in a child forked after it ran; Numba then ends the child with
 SIGTERM at its first parallel kernel. A decorated call in such a child
-raises a RuntimeError that says how to start the processes instead.
+raises a RuntimeError that says how to start the processes instead (a call
+already running in the thread that forked is not stopped). The child learns
+it, and gets a lock of its own, from an ``os.register_at_fork`` hook set at
+import: a hook cannot be set later for forks that happen before.
 """
 
 import functools
@@ -35,8 +38,9 @@ _LOCK = threading.RLock()
 #: Whether this process was forked from one whose parallel kernels ran on GNU OpenMP.
 _forked_after_gnu_openmp = False
 FORKED_AFTER_GNU_OPENMP = (
-    "This process was forked from one that had already run fastprop's parallel kernels on Numba's GNU "
-    "OpenMP threading layer, which cannot run again after fork() (Numba would end this process). Start "
+    "This process was forked from one that had already run Numba's parallel kernels (fastprop's or any "
+    "other's) on its GNU OpenMP threading layer, which cannot run again after fork() (Numba would end this "
+    "process). Start "
     "worker processes with the 'spawn' or 'forkserver' start method (multiprocessing.get_context('spawn'), "
     "ProcessPoolExecutor(mp_context=...)), or fork them before the first fit, or set "
     "NUMBA_THREADING_LAYER=workqueue (or install tbb) before fastprop is imported."

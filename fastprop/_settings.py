@@ -21,8 +21,10 @@ from .threshold import CONFIDENCE_SOURCES
 BATCH_FROM_SAMPLES = 200_000
 #: ``local_predictor`` values: the linear SGC, then the two-layer networks.
 LOCAL_PREDICTORS = ("sgc", *LOCAL_NETWORKS)
-#: Below this direction spread of the rows (:func:`predictor_penalty`) the predictor's penalty shrinks with it.
+#: Below this direction spread of the rows (:func:`predictor_penalty`) the predictor's penalty shrinks with it,
+#: to this share of ``predictor_l2`` at the least.
 PARALLEL_SPREAD = 0.25
+MIN_PENALTY_SHARE = 1e-6
 
 
 def check_settings(model):
@@ -80,7 +82,7 @@ def _check_auto_or_integer(name, value, *, low, high=None):
 def predictor_penalty(predictor_l2, spread):
     """The local predictor's L2 penalty for rows of :func:`fastprop.rows.direction_spread` ``spread``.
 
-    ``predictor_l2`` times ``min(1, spread / PARALLEL_SPREAD)``. The penalty
+    ``predictor_l2`` times ``min(1, max(spread / PARALLEL_SPREAD, MIN_PENALTY_SHARE))``. The penalty
     holds the weights against rows' differences, which are small where every
     row points nearly the same way (embeddings with a large common offset):
     there the weights must grow as the differences shrink, and a fixed
@@ -88,9 +90,12 @@ def predictor_penalty(predictor_l2, spread):
     14: a mean cosine of 0.9988 made FastProp reject 99% of the samples,
     its argmax still right; bench/RESULTS.md). Every data set measured so
     far spreads 0.31-0.96, above :data:`PARALLEL_SPREAD`, and keeps
-    ``predictor_l2`` as it is.
+    ``predictor_l2`` as it is; so do rows of two classes less than ~60
+    degrees apart, or non-negative features, where they spread less. The
+    share never reaches 0 (rows of one direction, a single row): the
+    regression stays strictly convex.
     """
-    return float(predictor_l2) * min(1.0, spread / PARALLEL_SPREAD)
+    return float(predictor_l2) * min(1.0, max(spread / PARALLEL_SPREAD, MIN_PENALTY_SHARE))
 
 
 def pass_options(model, spread):

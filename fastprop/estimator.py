@@ -31,7 +31,7 @@ from .refinement import decide_outliers
 from .rows import direction_spread, inverse_norms
 from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
-from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_has_no_class
+from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_is_only_outliers
 
 __all__ = ["FastProp", "REJECT_ALL", "warmup"]
 
@@ -151,7 +151,9 @@ class FastProp(TransductiveEstimator):
         Ridge penalty of the local predictor's softmax regression, for rows
         whose directions spread as most embeddings' do; on rows that nearly
         all point one way (a mean cosine similarity above ~0.75) it shrinks
-        with their spread (:func:`fastprop._settings.predictor_penalty`).
+        with their spread, ``1 - ||mean unit row||^2`` over 0.25 (a common
+        offset of the embeddings otherwise left the predictor's
+        probabilities near uniform).
     confnet_depth : int, default=1
         SGC depth of ConfNet.
     confnet_l2 : float, default=1e-3
@@ -573,7 +575,7 @@ class FastProp(TransductiveEstimator):
             validation = check_validation(validation, n_samples, labeled, classes, self.unlabeled)
         known_outliers = check_known_outliers(outliers, n_samples, labeled, validation)
         if validation is not None and isinstance(self.outlier_threshold, str):
-            warn_if_validation_has_no_class(validation[1], stacklevel=3)
+            warn_if_validation_is_only_outliers(validation[1], stacklevel=3)
         if validation is None and isinstance(self.outlier_threshold, str) and self.outlier_share is None:
             warn_if_many_classes(classes.size, stacklevel=3)  # from fit's caller, past the serialising wrapper
         check_memory(PEAK_CLASS_ARRAYS * 8 * n_samples * classes.size,

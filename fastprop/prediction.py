@@ -60,9 +60,11 @@ calibrated confidence before that mean.
 Neighbours are found exactly (blocked products) up to
 :data:`fastprop.graph.EXACT_SEARCH_MAX_SAMPLES` fitted samples; above, in an
 hnswlib index built on first use (and kept, also when pickled); threads that
-ask for it together wait for one build.
+ask for it together wait for one build (a lock per model, which a forked child
+makes anew: an import-time ``os.register_at_fork`` hook).
 """
 
+import os
 import threading
 import weakref
 
@@ -108,6 +110,17 @@ def _index_build_lock(predictor):
     """The lock of ``predictor``'s index build, made on first use (a lock cannot be pickled with it)."""
     with _INDEX_BUILDS_GUARD:
         return _INDEX_BUILDS.setdefault(predictor, threading.Lock())
+
+
+def _after_fork_in_child():
+    """A forked child builds its own indexes: a build on another thread at the fork held a lock no thread here frees."""
+    global _INDEX_BUILDS, _INDEX_BUILDS_GUARD
+    _INDEX_BUILDS = weakref.WeakKeyDictionary()
+    _INDEX_BUILDS_GUARD = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class NeighbourhoodPredictor:

@@ -52,19 +52,19 @@ def direction_spread(features, row_scale):
     Returns
     -------
     float
-        In [0, 1].
+        In [0, 1]; 1 for no rows (nothing is known to be parallel). The rows
+        must be finite and non-zero (as validation ensures).
     """
+    if features.shape[0] == 0:
+        return 1.0
     step = -(-features.shape[0] // SPREAD_SAMPLE_ROWS)
     sampled = np.arange(0, features.shape[0], step)
     total = np.zeros(features.shape[1])
     for start in range(0, sampled.size, NORM_BLOCK_ROWS):
         rows = sampled[start : start + NORM_BLOCK_ROWS]
-        block = features[rows].astype(np.float64)
-        if row_scale is not None:
-            block *= row_scale[rows, None]
-        total += block.sum(axis=0)
+        total += float64_scaled_rows(features[rows], None if row_scale is None else row_scale[rows]).sum(axis=0)
     mean = total / sampled.size
-    return float(min(max(1.0 - mean @ mean, 0.0), 1.0))
+    return float(np.clip(1.0 - mean @ mean, 0.0, 1.0))
 
 
 def unit_rows(features):

@@ -333,7 +333,7 @@ def warn_if_many_classes(n_classes, stacklevel):
     )
 
 
-def warn_if_validation_has_no_class(validation_truth, stacklevel):
+def warn_if_validation_is_only_outliers(validation_truth, stacklevel):
     """Emit :class:`OutlierThresholdWarning` when ``"auto"`` is chosen on a validation set of known outliers only.
 
     Rejecting everything is then right on every validation sample, so the

@@ -11,6 +11,7 @@ from fastprop import FastProp
 from fastprop._blas import blas_on_calling_thread, openblas_thread_counts
 from fastprop.baselines import SGC
 from fastprop.evaluation.datasets import make_noisy_mixture
+from forks import status_of_forked_check
 
 COUNTS = openblas_thread_counts()
 needs_openblas = pytest.mark.skipif(not COUNTS, reason="no OpenBLAS with a known thread-count getter is loaded")
@@ -95,18 +96,17 @@ def test_a_child_forked_while_another_thread_fits_gets_its_counts_and_locks_back
             inside.set()
             release.wait(30)
 
+    def child_check():
+        failures = (set(openblas_thread_counts().values()) != {2}) + 2 * bool(_blas._holders)
+        return failures + 4 * (not _concurrency._LOCK.acquire(timeout=5))
+
     other = threading.Thread(target=fitting)
     other.start()
     try:
         assert inside.wait(30)
-        pid = os.fork()
-        if pid == 0:  # the child: report by exit status, never return into pytest
-            failures = (set(openblas_thread_counts().values()) != {2}) + 2 * bool(_blas._holders)
-            failures += 4 * (not _concurrency._LOCK.acquire(timeout=5)) + 8 * (not _blas._lock.acquire(timeout=5))
-            os._exit(failures)
-        _, status = os.waitpid(pid, 0)
+        status = status_of_forked_check(child_check)
     finally:
         release.set()
         other.join(30)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status}"
+    assert status == 0
     assert set(openblas_thread_counts().values()) == {2}

@@ -1,5 +1,6 @@
 """New points: neighbourhood search, the fitted predictor on it, confidence, score; against dense references."""
 
+import os
 import pickle
 
 import numpy as np
@@ -284,10 +285,12 @@ def test_one_models_index_build_does_not_hold_up_another_models(monkeypatch):
     monkeypatch.setattr(prediction, "EXACT_SEARCH_MAX_SAMPLES", 10)
     build, started, release = prediction._hnsw_index, threading.Event(), threading.Event()
 
+    released_in_time = []
+
     def build_held_for_the_slow_model(*args, **kwargs):
         if threading.current_thread() is slow:
             started.set()
-            release.wait(timeout=20)
+            released_in_time.append(release.wait(timeout=20))
         return build(*args, **kwargs)
 
     monkeypatch.setattr(prediction, "_hnsw_index", build_held_for_the_slow_model)
@@ -300,7 +303,36 @@ def test_one_models_index_build_does_not_hold_up_another_models(monkeypatch):
     finally:
         release.set()
         slow.join(timeout=60)
+    assert released_in_time == [True]
     assert slow_model.predictor_.index is not None and other_model.predictor_.index is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_during_an_index_build_builds_its_own():
+    """The review of round 13's fix: the per-model lock, held by a building thread at the fork, hung the child."""
+    import threading
+
+    from forks import status_of_forked_check
+
+    X, y, _ = clusters(n_per_class=150, dim=16)
+    model = FastProp(n_neighbors=6, random_state=0).fit(X, y)
+    building, release = threading.Event(), threading.Event()
+
+    def build():
+        with prediction._index_build_lock(model.predictor_):
+            building.set()
+            release.wait(30)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        assert building.wait(30)
+        status = status_of_forked_check(lambda: 0 if prediction._index_build_lock(model.predictor_).acquire(timeout=5)
+                                        else 1)
+    finally:
+        release.set()
+        builder.join(30)
+    assert status == 0
 
 
 def test_prediction_errors_say_what_is_wrong(fitted):

@@ -47,3 +47,21 @@ def test_a_child_forked_after_a_parallel_kernel_ran_errors_clearly_or_works(laye
     assert os.WEXITSTATUS(status) == (3 if gnu_openmp else 4), run.stderr
     if layer == "workqueue":
         assert not gnu_openmp
+
+
+def test_every_public_entry_point_of_a_child_that_cannot_run_openmp_raises_the_same_error(monkeypatch):
+    """What the child above meets whatever the machine's layer (where it is not GNU OpenMP, that test cannot)."""
+    import numpy as np
+
+    from fastprop import FastProp, _concurrency, build_knn_graph
+    from fastprop.baselines import SGC
+
+    X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
+    y = np.full(60, -1)
+    y[:2] = [0, 1]
+    model = FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    monkeypatch.setattr(_concurrency, "_forked_after_gnu_openmp", True)
+    for call in (lambda: build_knn_graph(X, 5), lambda: FastProp(n_neighbors=5).fit(X, y),
+                 lambda: model.predict(X[:3]), lambda: SGC(n_neighbors=5).fit(X, y)):
+        with pytest.raises(RuntimeError, match=r"forked from one .* 'spawn' or 'forkserver'"):
+            call()

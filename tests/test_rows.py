@@ -1,6 +1,7 @@
 """Row norms against NumPy's."""
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose
 
 import fastprop.rows as rows_module
@@ -39,7 +40,11 @@ def test_direction_spread_is_one_minus_the_mean_cosine_similarity(monkeypatch):
     cosines = unit @ unit.T
     assert_allclose(rows_module.direction_spread(X, rows_module.inverse_norms(X)), 1.0 - cosines.mean(), rtol=1e-6)
     assert_allclose(rows_module.direction_spread(unit.astype(np.float32), None), 1.0 - cosines.mean(), rtol=1e-6)
-    assert rows_module.direction_spread(np.tile(X[:1], (5, 1)), None) == 0.0  # parallel rows, not below 0
+    parallel = np.tile(unit[:1], (5, 1)).astype(np.float32)
+    assert rows_module.direction_spread(parallel, None) == pytest.approx(0.0, abs=1e-6)
+    assert rows_module.direction_spread(parallel, None) >= 0.0  # rounding never below 0
+    assert rows_module.direction_spread(parallel[:1], None) == pytest.approx(0.0, abs=1e-6)  # one row
+    assert rows_module.direction_spread(np.empty((0, 6), dtype=np.float32), None) == 1.0
     monkeypatch.setattr(rows_module, "SPREAD_SAMPLE_ROWS", 50)
     monkeypatch.setattr(rows_module, "NORM_BLOCK_ROWS", 16)
     every_fourth = unit[::4]
