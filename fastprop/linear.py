@@ -15,8 +15,9 @@ from .lbfgs import minimise
 #: rounding alone (float32 inputs carry ~6e-8 of it; a graph of equal weights ~1e-16) and counts as
 #: constant: standardised, its rounding would become values of ~1e8-1e16.
 ROUNDING_SPREAD = 1e-6
-#: The float64 logits :func:`write_softmax_rows` turns into probabilities at once (at most).
+#: The float64 logits :func:`write_softmax_rows` turns into probabilities at once (at most), and its rows.
 SOFTMAX_BLOCK_BYTES = 64 * 2**20
+SOFTMAX_BLOCK_ROWS = 65_536
 
 
 def feature_spread(values, axis=None):
@@ -183,13 +184,13 @@ def write_softmax_rows(out, rows, logits_of, intercept, block_bytes=SOFTMAX_BLOC
 
     ``logits_of(some_rows)`` gives the logits of those rows (e.g. a row
     lookup, or the last smoothing step of just those rows); each row's
-    result is its own whatever the block. A block is at most 65,536 rows and
-    ``block_bytes`` of float64 logits, so the softmax's (rows, n_classes)
+    result is its own whatever the block. A block is at most
+    :data:`SOFTMAX_BLOCK_ROWS` rows and ``block_bytes`` of float64 logits, so the softmax's (rows, n_classes)
     temporaries stay small: at a million samples and 20 classes five of them
     for all rows (~800 MB) were the fit's peak of memory, and with thousands
     of classes one block of 65,536 rows was several times the distributions.
     """
-    block = max(1, min(65_536, block_bytes // (8 * intercept.size)))
+    block = max(1, min(SOFTMAX_BLOCK_ROWS, block_bytes // (8 * intercept.size)))
     for begin in range(0, rows.size, block):
         chunk = rows[begin : begin + block]
         out[chunk] = softmax(np.asarray(logits_of(chunk), dtype=np.float64) + intercept, axis=1)
