@@ -398,6 +398,9 @@ class FastProp(TransductiveEstimator):
     n_provisional_classes_ : int
         Provisional classes given to the samples the first threshold
         rejected (0 with ``provisional_classes=False``).
+    predictor_l2_ : float
+        The local predictor's ridge penalty used: ``predictor_l2``, smaller
+        where the rows nearly all point one way (see ``predictor_l2``).
     n_training_patches_ : int
         Patches sampled around the seeds to train the local predictor (0
         with ``predictor_training="graph"``).
@@ -599,13 +602,14 @@ class FastProp(TransductiveEstimator):
         # The patch buffers go to the pass alone, which frees them after its loop.
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
         spread = direction_spread(features, context.row_scale)
-        found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size),
-                                 pass_options(self, spread), notify)
+        options = pass_options(self, spread)
+        found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size), options, notify)
         timings.update(found.timings)
         decided = decide_outliers(context, found, unlabeled, validation, decision_options(self, spread), notify)
         timings.update(decided.timings)
         calibrated = decided.calibrated
         self.n_provisional_classes_ = decided.n_provisional
+        self.predictor_l2_ = options.predictor_l2
         self.confidence_calibration_ = None if calibrated is None else calibrated[1].confidence_map.description()
         self.n_features_in_ = features.shape[1]
         self.classes_ = classes

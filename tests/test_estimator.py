@@ -582,6 +582,12 @@ def test_rows_that_nearly_all_point_one_way_are_labelled_not_rejected():
     model = FastProp(random_state=0).fit(X + 10.0, y)
     assert np.mean(model.transduction_[y < 0] == -1) < 0.1  # all of them before
     assert np.mean(model.transduction_ == truth) > 0.9
+    # the penalty used, on the spread of the rows' directions (1 - ||mean unit row||^2)
+    unit = (X + 10.0) / np.linalg.norm(X + 10.0, axis=1, keepdims=True)
+    spread = 1.0 - np.sum(unit.mean(axis=0) ** 2)
+    assert spread < PARALLEL_SPREAD / 10
+    assert model.predictor_l2_ == pytest.approx(model.predictor_l2 * spread / PARALLEL_SPREAD, rel=1e-2)  # float32 rows
+    assert FastProp(random_state=0).fit(X, y).predictor_l2_ == model.predictor_l2  # spread as embeddings do
     # the penalty is the setting wherever rows spread as the data sets measured (0.31-0.96), smaller below
     assert predictor_penalty(3e-5, PARALLEL_SPREAD) == predictor_penalty(3e-5, 0.9) == 3e-5
     assert predictor_penalty(3e-5, PARALLEL_SPREAD / 100) == pytest.approx(3e-7)

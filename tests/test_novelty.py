@@ -952,7 +952,7 @@ def test_graph_labels_are_the_predictor_on_the_whole_graph():
     walk2 = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), 2)
     smoothed = walk2 @ unit(X.astype(np.float64))
     seeds = np.flatnonzero(y >= 0)
-    coef, intercept = fit_softmax_regression(smoothed[seeds], np.eye(2)[y[seeds]], l2=model.predictor_l2)
+    coef, intercept = fit_softmax_regression(smoothed[seeds], np.eye(2)[y[seeds]], l2=model.predictor_l2_)
     expected = softmax(smoothed @ coef + intercept, axis=1)
     unlabeled = y < 0
     assert_allclose(model.label_distributions_[unlabeled], expected[unlabeled], atol=2e-3)

@@ -101,7 +101,7 @@ def test_the_refit_is_softmax_regression_on_the_seeds_and_the_pseudo_labels(monk
     smoothed = walk @ walk @ unit.astype(np.float64)
     rows = np.r_[np.flatnonzero(y >= 0), chosen]
     targets = np.eye(3)[np.r_[y[y >= 0], predicted[chosen]]]
-    coef, intercept = fit_softmax_regression(smoothed[rows], targets, l2=before.predictor_l2, tol=1e-10)
+    coef, intercept = fit_softmax_regression(smoothed[rows], targets, l2=before.predictor_l2_, tol=1e-10)
     expected = softmax(smoothed @ coef + intercept, axis=1)
     assert_allclose(after.label_distributions_[unlabeled], expected[unlabeled], atol=1e-4)
     assert_allclose(after.predictor_.scorer.coef, coef, atol=1e-3)  # new points use the refitted predictor
