@@ -3,13 +3,14 @@
 NumPy and SciPy each ship their own OpenBLAS (``pip`` wheels: NumPy's
 ``scipy_openblas64_``, SciPy's ``scipy_openblas``), each with a pool of
 threads that busy-wait after every call, and Numba's parallel kernels have
-a third pool that does the same. A fit alternates between the three (a
-softmax regression's gradient in NumPy, L-BFGS-B's step in SciPy, a
-smoothing kernel in Numba), and on two cores each pool then waits for
+a third pool that does the same. A fit alternates between them (a
+softmax regression's products in NumPy, a smoothing kernel in Numba; when
+this was measured, the regressions' solver was SciPy's L-BFGS-B, on SciPy's
+OpenBLAS), and on two cores each pool then waits for
 cores the others are spinning on. Measured on 2 vCPUs (bench/RESULTS.md,
 issue #17): one NumPy product of 130 x 384 by 384 x 77 after a SciPy BLAS
 call took 12.5 ms instead of 0.44 ms; a default ``FastProp`` fit on
-Banking77 4.1 s instead of 1.4 s, the global SGC baseline 0.96 s instead of
+Banking77 4.1 s instead of 1.5 s, the global SGC baseline 0.96 s instead of
 0.22 s. Within :func:`blas_on_calling_thread` every OpenBLAS the process
 has loaded runs on the thread that calls it, and the only parallel work
 left is Numba's.

@@ -80,8 +80,9 @@ class FastProp(TransductiveEstimator):
         on one thread: batches of 8 sped the patch loop up 1.5-1.8x at 1M
         vertices, but not at all at 10k-100k, where they cost ~50% more wall
         time on Banking77 and, at s = 100, 5 points of accuracy. Since single
-        patches are shared by rows, the sequential scheduler takes 1.4-1.5x
-        less time on 2 threads than on 1. The result never depends on the
+        patches are shared by rows, the sequential scheduler takes 1.5-1.7x
+        less time on 2 threads than on 1 (``bench/scale.py``: 1.50 at 10k,
+        1.70 at 100k and at 1M). The result never depends on the
         number of threads.
     exclusion_hops : int, default=1
         After a vertex has started a patch, vertices within this many hops
@@ -249,9 +250,10 @@ class FastProp(TransductiveEstimator):
         read on the samples some patch reached; a sample no patch reached
         (it has no view) is an outlier, as in the paper. It cannot know the
         outlier share as a validation set does: with no outlier it rejects
-        1-9% of the in-class samples, and it scores up to 4 points below a
-        validation set (MNIST at 30-50% outliers with 0.5% seeds, the
-        sentence sets with no outlier; bench/RESULTS.md); with many
+        1-9% of the in-class samples, and it scores 2.6 points a cell below
+        a validation set at 1% seeds, up to 8.5 (MNIST at 30% outliers, where
+        it rejects too few), 3-4 on the sentence sets with no outlier
+        (bench/RESULTS.md); with many
         classes and no outlier at all it rejects far more (see
         ``outlier_share``): from
         :data:`~fastprop.threshold.MANY_CLASSES` (40) classes up, ``fit``
@@ -310,7 +312,8 @@ class FastProp(TransductiveEstimator):
         result. Measured
         (bench/RESULTS.md; three data sets, 0.5 / 1 / 5% seeds, 0-50%
         outliers, 5 task seeds): expected calibration error 0.110 / 0.087 /
-        0.091 -> 0.068 / 0.049 / 0.024 on average (the uncalibrated
+        0.091 -> 0.068 / 0.049 / 0.024 on average (today's code: 0.065 /
+        0.047 / 0.023; the uncalibrated
         confidence claims 9-14 points too much at 30% outliers); accuracy
         +1.0 / +0.8 / +1.1 points a cell with outliers, +0.7 with 50
         intents; outlier AUROC +1.1 / +1.5 / +2.3 a cell, +3.6 with 50
@@ -447,8 +450,9 @@ class FastProp(TransductiveEstimator):
     (unnormalised rows are scaled as they are read; only the paper-mode
     ablations ``predictor_training="patches"`` and
     ``confnet_features="embedding"`` normalise a copy).
-    Measured at 1M samples x 128 dims, 20 classes: about 0.5 GB on top of
-    X, the graph and the interpreter (bench/RESULTS.md).
+    Measured at 1M samples x 128 dims, 20 classes: about 0.6-0.7 GB on top
+    of X, the graph and the interpreter (bench/RESULTS.md, the scale
+    bench's fit peak of 1,730 MB).
 
     Examples
     --------

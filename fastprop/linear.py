@@ -1,7 +1,8 @@
 """Linear models on fixed features: multinomial and binary logistic regression.
 
 Both are fitted with L-BFGS (:mod:`fastprop.lbfgs`) on the exact loss and
-gradient, in float64, from a zero start, so a fit is deterministic. The loss
+gradient, in float64, from a zero start unless a start is given (FastProp's
+refits start from its first fit), so a fit is deterministic. The loss
 is the mean (optionally weighted) cross-entropy plus ``0.5 * l2 *
 ||coef||^2``; the intercept is not penalised.
 """

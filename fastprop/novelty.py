@@ -82,9 +82,10 @@ AUTO_TOP_MOST = 3
 #: 5 task seeds, no validation): see there. When only the last build was
 #: fitted again, the scouting builds chose its samples with a model unlike
 #: it; refitting them too gained +0.02 / +1.02 / +0.48 points a cell
-#: at 0.5 / 1 / 5% seeds (MNIST at 30-50% outliers up to +7.1, every task
-#: seed up at 1%), a tie with 50 intents; the scouts' known classes with
-#: fewer rows (0 or 20) lost 15-17 points on all ten MNIST digits.
+#: at 0.5 / 1 / 5% seeds (MNIST at 30-50% outliers up to +7.1 and +7.8
+#: in two draws, every task seed up at 1%), a tie with 50 intents; the
+#: scouts' known classes with fewer rows (0 or 20) lost 15-17 points on all
+#: ten MNIST digits.
 REFIT_ROWS_KNOWN = 80
 #: See :data:`REFIT_ROWS_KNOWN`.
 REFIT_ROWS_PROVISIONAL = 20

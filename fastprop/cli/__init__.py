@@ -138,7 +138,7 @@ def _add_graph_options(parser, what):
                              "exact up to 30,000 samples, hnsw above")
     parser.add_argument("--parallel-insert", action="store_true",
                         help="build the hnsw index on all cores, not one: faster (at 1M samples on 2 "
-                             "cores, 191 s instead of 285 s for the whole graph), but hnswlib's parallel "
+                             "cores, 146 s instead of 216 s for the whole graph), but hnswlib's parallel "
                              "insertion gives a slightly different graph on every run, whatever --seed; "
                              "no effect on the exact search")
 
