@@ -192,10 +192,14 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
     return classes, encoded
 
 
-def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
+def encode_known(labels, classes, unlabeled=UNLABELED, *, name, unknown_is_wrong=False):
     """Class indices of known labels in the user's space; the marker (a known outlier) gives -1.
 
-    Raises a ValueError naming the labels that are not classes of ``y``.
+    Raises a ValueError naming the labels that are not classes of ``y``;
+    with ``unknown_is_wrong`` such labels give -2 instead (a point no
+    prediction can get right, as in ``sklearn.metrics.accuracy_score``),
+    unless they are of another kind than the classes (text for integer
+    classes, numbers for names), which is still an error.
     """
     labels = np.asarray(labels)
     if labels.ndim != 1:
@@ -212,6 +216,9 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
     encoded = np.array([-1 if is_outlier else lookup.get(value, -2)
                         for value, is_outlier in zip(labels.tolist(), outlier.tolist())], dtype=np.int64)
     unknown = encoded == -2
+    names = classes.dtype.kind not in "iu"
+    if unknown_is_wrong and all(isinstance(value, str) == names for value in labels[unknown].tolist()):
+        return encoded
     if unknown.any():
         text_for_numbers = (classes.dtype.kind in "iu" and labels.dtype.kind == "U"
                             and any(value.lstrip("-").isascii() and value.lstrip("-").isdigit()
@@ -219,7 +226,7 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name):
         hint = (" They are text while the classes are integers: NumPy turns a list that mixes strings and "
                 "integers into strings; pass numpy.array(labels, dtype=object)." if text_for_numbers else "")
         raise ValueError(
-            f"{name} {_shown_values(_distinct(labels[unknown]))} are not classes of y "
+            f"{name} {_shown_values(_distinct(labels[unknown]))} are not among the classes of the fit's y "
             f"({_shown_values(classes)}{', ...' if classes.size > _MAX_SHOWN else ''}); use "
             f"{unlabeled!r} for samples of no known class.{hint}"
         )

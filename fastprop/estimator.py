@@ -10,6 +10,7 @@ calibration and the outlier decision in :mod:`fastprop.refinement` (over
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from typing import Literal
 
@@ -39,6 +40,9 @@ __all__ = ["FastProp", "REJECT_ALL", "warmup"]
 #: 1,000 classes on 20,000 samples (the distributions, a walk step's input and output, the
 #: predictor's float32 levels; bench/RESULTS.md, fuzzing round 14).
 PEAK_CLASS_ARRAYS = 5
+#: :meth:`FastProp.score` warns when at least this share of its ``y`` is the unlabeled marker: so many
+#: known outliers are rare, a semi-supervised ``y`` in scikit-learn's model selection is not (~99%).
+MARKED_SHARE_WARNING = 0.9
 
 
 class FastProp(TransductiveEstimator):
@@ -697,14 +701,23 @@ class FastProp(TransductiveEstimator):
         """Accuracy of :meth:`predict` on points of known truth, the fit's ``unlabeled`` marking a true outlier.
 
         A rejected point is right when it is an outlier, an accepted one when
-        its class is right (the paper's accuracy with rejection).
+        its class is right (the paper's accuracy with rejection). A point of a
+        class no seed had is wrong, as in ``sklearn.metrics.accuracy_score``.
+
+        The marker means a *known* outlier here, not an unlabeled sample: a
+        semi-supervised ``y`` handed to scikit-learn's model selection
+        (``GridSearchCV``, ``cross_val_score``) would count its unlabeled
+        test points as outliers and reward the model that rejects the most.
+        With :data:`MARKED_SHARE_WARNING` of the points marked or more, a
+        warning says so; test on seeds only instead (the README's "Model
+        selection"), or give ``fit`` a validation set.
 
         Parameters
         ----------
         X : array_like of shape (n_points, n_features)
         y : array_like of shape (n_points,)
-            Classes of ``classes_``, or the ``unlabeled`` marker the model was fitted with for a point of no
-            known class (a later ``set_params`` does not change it).
+            Labels of the fit's ``y`` (classes of ``classes_`` or others), or the ``unlabeled`` marker the
+            model was fitted with for a point of no known class (a later ``set_params`` does not change it).
         sample_weight : array_like of shape (n_points,), optional
             Finite non-negative weights, not all zero.
 
@@ -713,10 +726,17 @@ class FastProp(TransductiveEstimator):
         float
         """
         self._check_fitted()
-        truth = encode_known(y, self.classes_, self._fitted_unlabeled, name="y")
+        truth = encode_known(y, self.classes_, self._fitted_unlabeled, name="y", unknown_is_wrong=True)
         distributions, confidence = self._predict_new(X)
         if truth.size != confidence.size:
             raise ValueError(f"y has {truth.size} labels but X has {confidence.size} points.")
+        if truth.size and np.mean(truth == -1) >= MARKED_SHARE_WARNING:
+            warnings.warn(
+                f"score: {np.mean(truth == -1):.0%} of y is the unlabeled marker {self._fitted_unlabeled!r}, "
+                "and score counts each such point as a known outlier, right when rejected. If they are "
+                "unlabeled samples (a semi-supervised y, e.g. in GridSearchCV or cross_val_score), the score "
+                "rewards rejecting: score on points of known truth only, e.g. with test folds of seeds only "
+                "(README, Model selection).", UserWarning, stacklevel=2)
         weights = check_sample_weight(sample_weight, truth.size)
         predicted = distributions.argmax(axis=1)
         predicted[confidence < self.outlier_threshold_] = -1

@@ -11,6 +11,7 @@ parsed), and ``bench/*.py`` (a section of its own).
 import csv
 import re
 import shlex
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -40,11 +41,14 @@ def _command_lines():
 
 def test_python_quickstart_runs_as_written(tmp_path, monkeypatch):
     blocks = _blocks(_section("Python quickstart"), "python")
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     monkeypatch.chdir(tmp_path)  # the graph block writes graph.npz
     namespace = {}
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    assert not [w for w in caught if "GridSearchCV" in str(w.message)]  # model selection scores seeds only
     model, named, y = namespace["model"], namespace["named"], namespace["y"]
     seeds = namespace["labeled_indices"]
     np.testing.assert_array_equal(model.transduction_[seeds], y[seeds])
@@ -63,6 +67,10 @@ def test_python_quickstart_runs_as_written(tmp_path, monkeypatch):
     asked, refit = namespace["asked"], namespace["refit"]
     truth = namespace["truth"]
     np.testing.assert_array_equal(refit.transduction_[asked], truth[asked])
+    # model selection: every seed tested once, the unlabeled samples never
+    fold, search = namespace["fold"], namespace["search"]
+    assert np.array_equal(np.flatnonzero(fold >= 0), np.sort(seeds)) and np.all(fold[y == -1] == -1)
+    assert search.best_params_["n_neighbors"] in (15, 30) and search.best_score_ > 0.8
 
 
 def _has_matplotlib():

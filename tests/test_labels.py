@@ -60,8 +60,15 @@ def test_decoding_round_trips_and_marks_outliers():
     assert decode_labels(np.array([3, 7]), [1, -1]).tolist() == [7, -1]
     assert decode_labels(np.array([3, 7]), [1, -1]).dtype == np.int64
     assert encode_known(["cat", "?", "ant"], classes, "?", name="y").tolist() == [1, -1, 0]
-    with pytest.raises(ValueError, match="y 'dog' are not classes of y"):
+    with pytest.raises(ValueError, match="y 'dog' are not among the classes of the fit's y"):
         encode_known(["dog"], classes, "?", name="y")
+    # score's way: a class no seed had is a point no prediction gets right, but a label of another kind is a mistake
+    assert encode_known(["dog", "?", "cat"], classes, "?", name="y", unknown_is_wrong=True).tolist() == [-2, -1, 1]
+    assert encode_known([9, 3], np.array([3, 7]), name="y", unknown_is_wrong=True).tolist() == [-2, 0]
+    with pytest.raises(ValueError, match="not among the classes"):
+        encode_known(np.array([5, "cat"], dtype=object), classes, "?", name="y", unknown_is_wrong=True)
+    with pytest.raises(ValueError, match="dtype=object"):
+        encode_known(["7"], np.array([3, 7]), name="y", unknown_is_wrong=True)
 
 
 def test_validation_with_names():

@@ -2,6 +2,7 @@
 
 import os
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -343,8 +344,28 @@ def test_prediction_errors_say_what_is_wrong(fitted):
         model.predict(X[:, :3])
     with pytest.raises(ValueError, match="NaN or infinite"):
         model.predict(np.full((1, 8), np.nan))
-    with pytest.raises(ValueError, match="y 7 are not classes of y"):
-        model.score(X[:2], [0, 7])
+    with pytest.raises(ValueError, match="dtype=object"):  # text for integer classes: a mistake, not a class
+        model.score(X[:2], ["0", "7"])
+
+
+def test_score_counts_a_class_no_seed_had_as_wrong(fitted):
+    """Fuzzing round 15: it raised, so a cross-validation fold whose training part lacked a class scored NaN."""
+    X, _, _, model = fitted
+    truth = model.predict(X[:4])
+    assert model.score(X[:4], truth) == 1.0
+    truth[1] = 7  # no seed had it: wrong, as sklearn.metrics.accuracy_score counts it
+    assert model.score(X[:4], truth) == 0.75
+
+
+def test_score_warns_when_y_is_mostly_the_unlabeled_marker(fitted):
+    """Fuzzing round 15: a semi-supervised y in GridSearchCV counted its unlabeled test points as outliers,
+    and the search picked the model that rejected the most."""
+    X, _, _, model = fitted
+    with pytest.warns(UserWarning, match="GridSearchCV"):
+        model.score(X[:10], np.full(10, -1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.score(X[:10], np.r_[np.full(8, -1), model.predict(X[8:10])])  # 80%: known outliers, no warning
 
 
 # ------------------------------------------------ a graph of other weights than cosine similarities
