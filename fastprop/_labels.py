@@ -179,11 +179,16 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
             f"y has no labeled sample (all labels are {unlabeled!r}); give at least one seed label."
         )
     classes, encoded_labeled = np.unique(named, return_inverse=True)
-    if unlabeled != UNLABELED and labeled.all() and any(str(name) == "-1" for name in classes.tolist()):
+    if labeled.all():
+        marker_is_a_class = unlabeled != UNLABELED and any(str(name) == "-1" for name in classes.tolist())
         warnings.warn(
-            f"y has no sample marked unlabeled={unlabeled!r} but holds -1, which is a class label here: "
-            "every sample is a seed and nothing is propagated. Pass unlabeled=-1 if -1 marks the "
-            "unlabeled samples.", UserWarning, stacklevel=stacklevel + 1,
+            f"y has no sample marked unlabeled={unlabeled!r}"
+            f"{' but holds -1, which is a class label here' if marker_is_a_class else ''}: every sample is a "
+            "seed and nothing is propagated. "
+            f"{'Pass unlabeled=-1 if -1 marks the unlabeled samples. ' if marker_is_a_class else ''}"
+            "(A scikit-learn meta-estimator that encodes y, such as VotingClassifier, BaggingClassifier, "
+            "OneVsRestClassifier or cross_val_predict(method='predict_proba'), makes the marker a class; "
+            "a baseline of fastprop.baselines reads -1 as the marker.)", UserWarning, stacklevel=stacklevel + 1,
         )
     encoded = np.full(n_samples, -1, dtype=np.int64)
     encoded[labeled] = encoded_labeled.ravel()

@@ -576,5 +576,6 @@ def test_tiny_inputs_clamp_n_neighbors_as_fastprop_does(name):
     clamped = FACTORIES[name]().fit(X, y)  # n_neighbors=30 on 10 samples
     explicit = FACTORIES[name]().fit(X, y, graph=build_knn_graph(X, 9))
     assert_array_equal(clamped.label_distributions_, explicit.label_distributions_)
-    single = FACTORIES[name]().fit(X[:1], np.array([7]))
+    with pytest.warns(UserWarning, match="every sample is a seed"):
+        single = FACTORIES[name]().fit(X[:1], np.array([7]))
     assert single.transduction_.tolist() == [7]

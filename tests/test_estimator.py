@@ -256,7 +256,8 @@ def test_single_class_all_labeled_and_duplicates():
     single = FastProp(n_neighbors=8, random_state=0).fit(X, y)
     assert set(np.unique(single.transduction_)) <= {-1, 1}
     assert_allclose(single.label_distributions_, 1.0)
-    every = FastProp(random_state=0).fit(X[:10], np.arange(10) % 2)
+    with pytest.warns(UserWarning, match="every sample is a seed"):
+        every = FastProp(random_state=0).fit(X[:10], np.arange(10) % 2)
     assert_array_equal(every.transduction_, np.arange(10) % 2)
     assert np.all(every.confidence_ == 1.0) and every.n_iter_ == 0
     doubled = np.vstack([X, X])

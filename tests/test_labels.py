@@ -46,7 +46,16 @@ def test_another_marker_with_minus_one_in_y_and_nothing_unlabeled_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_labels([0, 99, 1, -1], 4, unlabeled=99)  # -1 a class beside unlabeled samples: as documented
-        check_labels([0, 2, 1, 1], 4, unlabeled=99)  # every sample labelled, no -1
+
+
+def test_a_y_with_no_unlabeled_sample_warns():
+    """Fuzzing round 15: a meta-estimator that encodes y (VotingClassifier, OneVsRestClassifier, ...) made -1 a
+    class, and names with an "" marker given to a baseline (which reads -1) made "" one: every sample a seed,
+    silently."""
+    for y, marker in (([0, 2, 1, 1], 99), ([0, 2, 1, 1], -1), (["", "ant", "bee"], -1)):
+        with pytest.warns(UserWarning, match="every sample is a seed and nothing is propagated") as caught:
+            check_labels(y, len(y), unlabeled=marker)
+        assert "holds -1" not in str(caught[0].message)
     X = np.random.default_rng(0).normal(size=(12, 3))
     with pytest.warns(UserWarning, match="no sample marked") as caught:  # pointing at the user's line
         FastProp(unlabeled=99, random_state=0).fit(X, np.r_[[0, 1], np.full(10, -1)])

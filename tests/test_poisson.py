@@ -343,7 +343,8 @@ def test_single_class_and_tiny_inputs_clamp_n_neighbors():
     clamped = PoissonLearning().fit(X, y)  # n_neighbors=30 on 10 samples
     explicit = PoissonLearning().fit(X, y, graph=build_knn_graph(X, 9))
     assert_array_equal(clamped.label_distributions_, explicit.label_distributions_)
-    assert PoissonLearning().fit(X[:1], np.array([7])).transduction_.tolist() == [7]
+    with pytest.warns(UserWarning, match="every sample is a seed"):
+        assert PoissonLearning().fit(X[:1], np.array([7])).transduction_.tolist() == [7]
 
 
 def test_no_warning_with_defaults_and_warnings_at_max_iter_one(toy):

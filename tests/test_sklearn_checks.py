@@ -7,6 +7,8 @@ cannot apply to fastprop's estimators.
 import pytest
 
 pytest.importorskip("sklearn")
+# The checks fit fully labelled y by design: the warning that nothing is then propagated is expected.
+pytestmark = pytest.mark.filterwarnings("ignore:y has no sample marked unlabeled:UserWarning")
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 

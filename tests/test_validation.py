@@ -109,7 +109,7 @@ def test_validation_checks():
         check_validation(([1, 9], [3, 7]), 4, labeled, classes)
     with pytest.raises(ValueError, match="are labeled seeds"):
         check_validation(([0, 1], [3, 7]), 4, labeled, classes)
-    with pytest.raises(ValueError, match="not classes of y"):
+    with pytest.raises(ValueError, match="not among the classes of the fit.s y"):
         check_validation(([1, 2], [3, 5]), 4, labeled, classes)
     with pytest.raises(ValueError, match="must be distinct"):
         check_validation(([1, 1], [3, 3]), 4, labeled, classes)
