@@ -9,31 +9,64 @@ number of features, each with the messages scikit-learn's own estimators give.
 """
 
 import sys
+import warnings
+
+import numpy as np
 
 from ._params import EstimatorParams
+
+
+def with_scikit_learn_twin(cls):
+    """``cls``, or when scikit-learn is loaded a subclass of it and of ``sklearn.exceptions``' class of its name.
+
+    So that scikit-learn's ``except`` clauses and warning filters catch
+    fastprop's errors and warnings of the same names, without fastprop
+    importing scikit-learn. The subclass is made once a process.
+    """
+    exceptions = sys.modules.get("sklearn.exceptions")
+    if exceptions is None:
+        return cls
+    twin = _TWINS.get(cls)
+    if twin is None:
+        twin = _TWINS[cls] = type(cls.__name__, (cls, getattr(exceptions, cls.__name__)), {
+            "__module__": cls.__module__, "__doc__": cls.__doc__,
+        })
+    return twin
+
+
+_TWINS = {}
 
 
 class NotFittedError(ValueError, AttributeError):
     """A method that needs a fitted estimator was called before ``fit``.
 
     When scikit-learn is loaded, the error raised is also an instance of
-    ``sklearn.exceptions.NotFittedError``, so either ``except`` catches it.
+    ``sklearn.exceptions.NotFittedError``, so either ``except`` catches it;
+    it is pickled as its message, and unpickled as the class the receiving
+    process would raise (a worker's error reaches its parent whole).
     """
 
-
-def _not_fitted_error_class():
-    """:class:`NotFittedError`, made a scikit-learn ``NotFittedError`` too when scikit-learn is loaded."""
-    if "sklearn.exceptions" not in sys.modules:
-        return NotFittedError
-    global _BOTH
-    if _BOTH is None:
-        _BOTH = type("NotFittedError", (NotFittedError, sys.modules["sklearn.exceptions"].NotFittedError), {
-            "__module__": __name__, "__doc__": NotFittedError.__doc__,
-        })
-    return _BOTH
+    def __reduce__(self):
+        return _not_fitted_error, (str(self),)
 
 
-_BOTH = None
+def _not_fitted_error(message):
+    return with_scikit_learn_twin(NotFittedError)(message)
+
+
+def feature_names(X):
+    """The column names of ``X`` (a pandas DataFrame's, or any ``columns``) when all are strings, else None.
+
+    As scikit-learn records them, without importing pandas: names of other
+    types (a default ``RangeIndex``) are no names.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    if names.size == 0 or not all(isinstance(name, str) for name in names):
+        return None
+    return names
 
 
 class TransductiveEstimator(EstimatorParams):
@@ -60,9 +93,43 @@ class TransductiveEstimator(EstimatorParams):
 
     def _check_fitted(self):
         if not hasattr(self, "n_features_in_"):
-            raise _not_fitted_error_class()(
+            raise _not_fitted_error(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with appropriate "
                 "arguments before using this estimator."
+            )
+
+    def _record_feature_names(self, X):
+        """``feature_names_in_`` from ``X``'s columns, or none (a fit without names forgets earlier ones)."""
+        names = feature_names(X)
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
+
+    def _check_feature_names(self, X):
+        """New points' columns against the fit's, with scikit-learn's messages: other names or order is an error.
+
+        The warnings point at the caller of a public method that calls this through a
+        ``serialised`` private one (``predict`` -> ``_predict_new``).
+        """
+        fitted, given = getattr(self, "feature_names_in_", None), feature_names(X)
+        name = type(self).__name__
+        if fitted is None and given is not None:
+            warnings.warn(f"X has feature names, but {name} was fitted without feature names", UserWarning,
+                          stacklevel=5)
+        elif fitted is not None and given is None:
+            warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
+                          UserWarning, stacklevel=5)
+        elif fitted is not None and (fitted.size != given.size or (fitted != given).any()):
+            unseen = [column for column in given if column not in set(fitted)]
+            missing = [column for column in fitted if column not in set(given)]
+            detail = "".join(f"\n- {what}: {', '.join(map(repr, columns[:5]))}{', ...' if len(columns) > 5 else ''}"
+                             for what, columns in (("Feature names unseen at fit time", unseen),
+                                                   ("Feature names seen at fit time, yet now missing", missing))
+                             if columns)
+            raise ValueError(
+                "The feature names should match those that were passed during fit, in the same order."
+                f"{detail or ' They are the same names in another order: reorder the columns as in fit.'}"
             )
 
     def _check_n_features(self, features):

@@ -12,11 +12,15 @@ import warnings
 
 import numpy as np
 
+from ._estimator_protocol import with_scikit_learn_twin
 from ._validation import _MAX_SHOWN, as_integer_labels, fits_int64
 
 
 class DataConversionWarning(UserWarning):
-    """Labels arrived in a shape that was converted (as scikit-learn's warning of the same name)."""
+    """Labels arrived in a shape that was converted (as scikit-learn's warning of the same name).
+
+    When scikit-learn is loaded, the warning is also its ``DataConversionWarning``, so that its filters apply.
+    """
 
 
 #: The default marker of an unlabeled sample in ``y`` (and of an outlier in the outputs).
@@ -115,7 +119,7 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; it is used as y.ravel(). "
             "Pass a 1-D array of labels to silence this warning.",
-            DataConversionWarning, stacklevel=stacklevel + 1,
+            with_scikit_learn_twin(DataConversionWarning), stacklevel=stacklevel + 1,
         )
         labels = labels.ravel()
     if labels.ndim != 1:

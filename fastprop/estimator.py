@@ -359,6 +359,10 @@ class FastProp(TransductiveEstimator):
     ----------
     n_features_in_ : int
         Columns of ``X`` seen by ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,), object
+        The column names of ``X`` seen by ``fit``, when they are all strings
+        (a pandas DataFrame's); new points must then have the same columns
+        in the same order. Absent otherwise.
     classes_ : ndarray of shape (n_classes,)
         The distinct labels of ``y`` other than ``unlabeled``, sorted.
     transduction_ : ndarray of shape (n_samples,)
@@ -620,6 +624,7 @@ class FastProp(TransductiveEstimator):
         self.predictor_l2_ = options.predictor_l2
         self.confidence_calibration_ = None if calibrated is None else calibrated[1].confidence_map.description()
         self.n_features_in_ = features.shape[1]
+        self._record_feature_names(X)
         self.classes_ = classes
         self.label_distributions_ = found.distributions
         self.confidence_ = decided.confidence
@@ -776,6 +781,7 @@ class FastProp(TransductiveEstimator):
     @serialised
     def _predict_new(self, X):
         self._check_fitted()
+        self._check_feature_names(X)
         features = check_features(X, rescale_rows=True)
         self._check_n_features(features)
         return self.predictor_.predict(features)

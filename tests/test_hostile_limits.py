@@ -164,10 +164,10 @@ def test_load_graph_checks_n_samples(problem, tmp_path, n_samples, message):
 
 
 def test_score_of_an_unfitted_model_says_fit_first(problem):
-    from fastprop._estimator_protocol import _not_fitted_error_class
+    from fastprop._estimator_protocol import NotFittedError, with_scikit_learn_twin
 
     X, y, _ = problem
-    with pytest.raises(_not_fitted_error_class(), match="not fitted yet"):
+    with pytest.raises(with_scikit_learn_twin(NotFittedError), match="not fitted yet"):
         FastProp().score(X, y)
 
 

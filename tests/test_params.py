@@ -1,6 +1,8 @@
 """The estimator-parameter protocol: get_params / set_params / repr, clone, n_features_in_."""
 
 import inspect
+import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -75,6 +77,55 @@ def test_fit_records_n_features_in(cls):
     assert cls(n_neighbors=5).fit(X, y).n_features_in_ == 6
 
 
+class Frame:
+    """What fastprop reads of a pandas DataFrame: ``columns`` and the array (pandas is no test dependency)."""
+
+    def __init__(self, values, columns):
+        self.values, self.columns = np.asarray(values), list(columns)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_fit_records_the_feature_names_of_a_frame(cls):
+    X, y = two_blobs()
+    names = [f"f{j}" for j in range(6)]
+    model = cls(n_neighbors=5).fit(Frame(X, names), y)
+    assert model.feature_names_in_.tolist() == names and model.feature_names_in_.dtype == object
+    assert not hasattr(cls(n_neighbors=5).fit(Frame(X, range(6)), y), "feature_names_in_")  # not strings: no names
+    assert not hasattr(model.fit(X, y), "feature_names_in_")  # a fit without names forgets the last one's
+
+
+def test_new_points_need_the_fitted_columns_in_their_order():
+    """Fuzzing round 15: columns in another order were read by position, 196 of 200 labels changed, silently."""
+    X, y = two_blobs()
+    names = [f"f{j}" for j in range(6)]
+    model = FastProp(n_neighbors=5, random_state=0).fit(Frame(X, names), y)
+    plain = FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    assert np.array_equal(model.predict_confidence(Frame(X[:5], names)), plain.predict_confidence(X[:5]))
+    with pytest.raises(ValueError, match="same names in another order"):
+        model.predict(Frame(X[:5, ::-1], names[::-1]))
+    with pytest.raises(ValueError, match="unseen at fit time: 'g0'.*\n.*missing: 'f0'"):
+        model.predict_proba(Frame(X[:5], ["g0"] + names[1:]))
+    with pytest.warns(UserWarning, match="does not have valid feature names, but FastProp was fitted with"):
+        model.predict(X[:5])
+    with pytest.warns(UserWarning, match="X has feature names, but FastProp was fitted without"):
+        FastProp(n_neighbors=5, random_state=0).fit(X, y).score(Frame(X[:5], names), y[:5])
+
+
+def test_a_pandas_frame_gives_its_column_names():
+    pandas = pytest.importorskip("pandas")
+    X, y = two_blobs()
+    frame = pandas.DataFrame(X, columns=[f"f{j}" for j in range(6)])
+    model = FastProp(n_neighbors=5, random_state=0).fit(frame, y)
+    assert model.feature_names_in_.tolist() == list(frame.columns)
+    plain = FastProp(n_neighbors=5, random_state=0).fit(X, y)
+    assert np.array_equal(model.predict_confidence(frame.iloc[:5]), plain.predict_confidence(X[:5]))
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(frame.iloc[:5, ::-1])
+
+
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_scikit_learn_clone_copies_the_parameters_and_not_the_fit(cls):
     base = pytest.importorskip("sklearn.base")
@@ -116,3 +167,27 @@ def test_grid_search_scores_each_candidate_as_a_manual_loop_does(scoring):
                           else metrics.accuracy_score(y[test], model.predict(X[test])))
         assert search.cv_results_["mean_test_score"][position] == pytest.approx(np.mean(scores))
     assert search.best_estimator_.n_neighbors in (3, 8)
+
+
+def test_fastprops_errors_and_warnings_are_scikit_learns_too():
+    """Fuzzing round 15: scikit-learn's warning filters missed fastprop's warnings of the same names, and the
+    not-fitted error could not be pickled (a worker's error reached its parent as a PicklingError)."""
+    exceptions = pytest.importorskip("sklearn.exceptions")
+    from fastprop._estimator_protocol import NotFittedError
+    from fastprop.baselines import LabelPropagation
+
+    X, y = two_blobs()
+    with pytest.raises(exceptions.NotFittedError) as raised:
+        FastProp().predict(X)
+    assert isinstance(raised.value, NotFittedError)
+    restored = pickle.loads(pickle.dumps(raised.value))
+    assert isinstance(restored, exceptions.NotFittedError) and isinstance(restored, NotFittedError)
+    assert str(restored) == str(raised.value)
+    # raised where scikit-learn was not loaded: the plain class, which becomes scikit-learn's too where it is
+    assert isinstance(pickle.loads(pickle.dumps(NotFittedError("not fitted yet"))), exceptions.NotFittedError)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=exceptions.DataConversionWarning)
+        warnings.filterwarnings("ignore", category=exceptions.ConvergenceWarning)
+        FastProp(n_neighbors=5, random_state=0).fit(X, y[:, None])  # a column vector y
+        LabelPropagation(n_neighbors=5, max_iter=1).fit(X, y)  # stops on max_iter

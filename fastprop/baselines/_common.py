@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from .._concurrency import serialised
-from .._estimator_protocol import TransductiveEstimator
+from .._estimator_protocol import TransductiveEstimator, with_scikit_learn_twin
 from .._labels import check_labels
 from .._validation import (check_features, check_graph, check_integer, check_random_state, check_real,
                            check_symmetric_graph)
@@ -67,7 +67,10 @@ def check_depth(name, value):
 
 
 class ConvergenceWarning(UserWarning):
-    """An iterative baseline reached its iteration limit before converging."""
+    """An iterative baseline reached its iteration limit before converging.
+
+    When scikit-learn is loaded, the warning is also its ``ConvergenceWarning``, so that its filters apply.
+    """
 
 
 class Problem(NamedTuple):
@@ -163,7 +166,7 @@ def warn_not_converged(name, max_iter, detail, hint="Increase max_iter or tol.")
     """Emit the :class:`ConvergenceWarning` of an estimator that hit ``max_iter``."""
     warnings.warn(
         f"{name} did not converge in max_iter={max_iter} iterations ({detail}). {hint}",
-        ConvergenceWarning,
+        with_scikit_learn_twin(ConvergenceWarning),
         stacklevel=5,
     )
 
@@ -302,6 +305,7 @@ class GraphBaseline(TransductiveEstimator):
             raise ValueError(_diverged(type(self).__name__, params))
         distributions = to_distributions(scores, problem)
         self.n_features_in_ = problem.features.shape[1]
+        self._record_feature_names(X)
         self.classes_ = problem.classes
         self.label_distributions_ = distributions
         self.confidence_ = distributions.max(axis=1)

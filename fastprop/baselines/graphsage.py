@@ -338,6 +338,9 @@ class GraphSAGE(GraphBaseline):
     ----------
     n_features_in_ : int
         Columns of ``X`` seen by ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,), object
+        The column names of ``X`` seen by ``fit``, when they are all strings
+        (a pandas DataFrame's); absent otherwise.
     classes_ : ndarray of shape (n_classes,)
     label_distributions_ : ndarray of shape (n_samples, n_classes)
         Softmax outputs; seeds get their one-hot row.

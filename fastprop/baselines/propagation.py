@@ -115,6 +115,9 @@ class LabelPropagation(GraphBaseline):
     ----------
     n_features_in_ : int
         Columns of ``X`` seen by ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,), object
+        The column names of ``X`` seen by ``fit``, when they are all strings
+        (a pandas DataFrame's); absent otherwise.
     classes_ : ndarray of shape (n_classes,)
         Sorted distinct seed labels.
     label_distributions_ : ndarray of shape (n_samples, n_classes)
