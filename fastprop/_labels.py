@@ -66,18 +66,27 @@ def check_unlabeled(unlabeled):
     return unlabeled
 
 
+def _is_missing(value):
+    """None, a NaN, or pandas' ``NA`` (known by its type's name: fastprop does not import pandas)."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and value != value
+
+
 def _marker_mask(labels, unlabeled):
     """Where ``labels`` (a str or object array) holds the marker.
 
     With an integer marker its decimal string counts too, since
-    ``numpy.asarray(["cat", -1])`` turns -1 into "-1".
+    ``numpy.asarray(["cat", -1])`` turns -1 into "-1". The marker None
+    is a missing label: None, a NaN or pandas' ``NA`` (pandas 3 stores a
+    None of a column of names as NaN).
     """
     if labels.dtype.kind == "U":
         if unlabeled is None:
             return np.zeros(labels.shape, dtype=bool)
         return labels == str(unlabeled)
     if unlabeled is None:
-        return np.fromiter((value is None for value in labels), dtype=bool, count=labels.size)
+        return np.fromiter((_is_missing(value) for value in labels), dtype=bool, count=labels.size)
     text = str(unlabeled)
     return np.fromiter(
         (isinstance(value, (str, numbers.Integral)) and not isinstance(value, (bool, np.bool_))
@@ -142,9 +151,10 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
                      for value in named):
                 named = as_integer_labels(named, "y")
             else:
-                missing = any(isinstance(value, numbers.Real) and value != value for value in named)  # NaN
-                hint = (f" A NaN is a label here, not a missing one: fill the missing labels with the marker "
-                        f"first (with pandas, y.fillna({unlabeled!r}))." if missing else "")
+                missing = any(_is_missing(value) for value in named)  # NaN or pandas' NA
+                hint = (f" A NaN or NA is a label here, not a missing one: pass unlabeled=None, which marks "
+                        f"missing labels, or fill them with the marker first (with pandas, "
+                        f"y.fillna({unlabeled!r}))." if missing else "")
                 raise ValueError(
                     "y mixes labels of different kinds (e.g. strings and numbers) or holds labels "
                     f"that are neither integers nor strings ({_shown_values(named)}); use integers, "
@@ -152,13 +162,17 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
                 )
     else:
         if not isinstance(unlabeled, numbers.Integral):
+            nan = (" Its NaN are missing labels: fill them with the marker (with pandas, y.fillna(-1)) and keep "
+                   "the default unlabeled=-1." if labels.dtype.kind == "f" and np.isnan(labels).any() else "")
             raise ValueError(
                 f"y holds numbers but unlabeled={unlabeled!r} is not one; use an integer marker "
-                "(default -1) with integer labels."
+                f"(default -1) with integer labels.{nan}"
             )
         if labels.dtype.kind == "f" and not (np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))):
+            nan = " (NaN: fill missing labels with the marker first, with pandas y.fillna(-1))" if np.isnan(
+                labels).any() else ""
             raise ValueError(
-                "Unknown label type: y holds non-integral numbers, which are not class labels; "
+                f"Unknown label type: y holds non-integral numbers{nan}, which are not class labels; "
                 "pass integers or class names (strings), with -1 (or the unlabeled marker) for "
                 "unlabeled samples."
             )
@@ -293,6 +307,10 @@ def check_validation(validation, n_samples, labeled_mask, classes, unlabeled=UNL
     return indices, encode_known(labels, classes, unlabeled, name="validation labels")
 
 
+_SPLITTER_HINT = (" They index the samples of the X given to fit: a scikit-learn splitter or search passes them to "
+                  "every fold as they are (README, Model selection).")
+
+
 def _unlabeled_indices(indices, n_samples, labeled_mask, name, hint):
     """``indices`` as int64: integers in range, distinct, none of them a seed (``hint`` says what to do)."""
     if indices.dtype == np.bool_:
@@ -309,12 +327,13 @@ def _unlabeled_indices(indices, n_samples, labeled_mask, name, hint):
     indices = as_integer_labels(indices, name)
     out_of_range = (indices < 0) | (indices >= n_samples)
     if out_of_range.any():
-        raise ValueError(f"{name} must be in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}.")
+        raise ValueError(f"{name} must be in [0, {n_samples - 1}]; got {_shown_values(indices[out_of_range])}."
+                         f"{_SPLITTER_HINT}")
     if np.unique(indices).size != indices.size:
         raise ValueError(f"{name} must be distinct; some index appears twice.")
     seeds = labeled_mask[indices]
     if seeds.any():
-        raise ValueError(f"{name} {_shown_values(indices[seeds])} are labeled seeds; {hint}.")
+        raise ValueError(f"{name} {_shown_values(indices[seeds])} are labeled seeds; {hint}.{_SPLITTER_HINT}")
     return indices
 
 

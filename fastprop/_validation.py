@@ -397,7 +397,10 @@ def _used_entries(indptr, indices, data):
 
 def _check_graph_shape(shape, n_samples, name):
     if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 0:
-        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {tuple(shape)}.")
+        sliced = len(shape) == 2 and shape[0] == n_samples and shape[1] > shape[0]
+        hint = (" Its rows look sliced to X's, as a scikit-learn splitter slices a fit parameter: let each "
+                "fold's fit build its graph." if sliced else "")
+        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {tuple(shape)}.{hint}")
     if n_samples is not None and shape[0] != n_samples:
         raise ValueError(
             f"{name} has shape {tuple(shape)} but X has {n_samples} samples; build the graph "

@@ -351,7 +351,8 @@ class FastProp(TransductiveEstimator):
         The label of an unlabeled sample in ``y``, and the label of an
         outlier in ``transduction_`` and :meth:`predict`. Labels may be
         integers or class names (strings); with names, pass e.g.
-        ``unlabeled=""`` or ``None``. With the default -1, the string
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN
+        or pandas' ``NA``). With the default -1, the string
         ``"-1"`` marks an unlabeled sample too (``numpy.asarray(["cat", -1])``
         holds ``"-1"``).
 

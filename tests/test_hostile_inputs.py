@@ -296,8 +296,11 @@ def test_validation_labels_turned_into_text_by_numpy_are_explained(two_clusters)
 def test_nan_for_a_missing_label_is_explained(two_clusters):
     X, y, graph = two_clusters
     names = np.array([np.nan if value < 0 else "ab"[value] for value in y], dtype=object)
-    with pytest.raises(ValueError, match=r"A NaN is a label here.*fillna\(''\)"):
+    with pytest.raises(ValueError, match=r"A NaN or NA is a label here.*unlabeled=None.*fillna\(''\)"):
         FastProp(unlabeled="").fit(X, names, graph=graph)
+    # None marks missing labels, NaN among them (pandas 3 stores a None of a column of names so)
+    model = FastProp(unlabeled=None, n_neighbors=10, random_state=0).fit(X, names, graph=graph)
+    assert model.classes_.tolist() == ["a", "b"] and model.labeled_.sum() == (y >= 0).sum()
 
 
 def test_a_masked_array_with_masked_values_is_refused(two_clusters):

@@ -104,3 +104,25 @@ def test_fastprop_with_names_equals_fastprop_with_integers():
     index_predicted = by_index.predict(X[:20])
     np.testing.assert_array_equal(by_name.predict(X[:20]),
                                   np.where(index_predicted >= 0, names[np.maximum(index_predicted, 0)], ""))
+
+
+class NAType:
+    """Stands for pandas' ``NA`` (known by its type's name; pandas is no test dependency)."""
+
+    def __bool__(self):
+        raise TypeError("boolean value of NA is ambiguous")
+
+
+def test_the_marker_none_is_a_missing_label():
+    """Fuzzing round 15: pandas 3 stores a None of a column of names as NaN (and the "string" dtype as NA), so
+    unlabeled=None matched nothing, and the error's hint, y.fillna(None), did nothing."""
+    labels = np.array(["cat", float("nan"), "dog", None, NAType()], dtype=object)
+    classes, encoded = check_labels(labels, 5, unlabeled=None)
+    assert classes.tolist() == ["cat", "dog"] and encoded.tolist() == [0, -1, 1, -1, -1]
+    with pytest.raises(ValueError, match="pass unlabeled=None, which marks missing labels"):
+        check_labels(labels, 5, unlabeled="")
+    assert encode_known(labels[:3], classes, None, name="validation labels").tolist() == [0, -1, 1]
+    with pytest.raises(ValueError, match=r"NaN: fill missing labels with the marker first, with pandas y.fillna\(-1\)"):
+        check_labels([1.0, float("nan"), 0.0], 3)
+    with pytest.raises(ValueError, match="Its NaN are missing labels"):
+        check_labels([1.0, float("nan"), 0.0], 3, unlabeled=None)

@@ -191,3 +191,19 @@ def test_fastprops_errors_and_warnings_are_scikit_learns_too():
         warnings.filterwarnings("ignore", category=exceptions.ConvergenceWarning)
         FastProp(n_neighbors=5, random_state=0).fit(X, y[:, None])  # a column vector y
         LabelPropagation(n_neighbors=5, max_iter=1).fit(X, y)  # stops on max_iter
+
+
+def test_index_fit_parameters_through_a_splitter_are_explained():
+    """Fuzzing round 15: graph=, validation= and outliers= index the X given to fit, and a scikit-learn splitter
+    passes them to every fold as they are: the errors said what was wrong, not why."""
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    from fastprop import build_knn_graph
+
+    X, y = two_blobs()
+    folds = model_selection.KFold(2, shuffle=True, random_state=0)
+    with pytest.raises(ValueError, match="rows look sliced to X's, as a scikit-learn splitter"):
+        model_selection.cross_validate(FastProp(n_neighbors=5), X, y, cv=folds, error_score="raise",
+                                       params={"graph": build_knn_graph(X, 5)})
+    with pytest.raises(ValueError, match="a scikit-learn splitter or search passes them to every fold"):
+        model_selection.cross_validate(FastProp(n_neighbors=5), X, y, cv=folds, error_score="raise",
+                                       params={"validation": (np.arange(70, 80), np.ones(10, dtype=int))})
