@@ -8,6 +8,7 @@ imported then and never by fastprop itself), the fitted-state check of
 number of features, each with the messages scikit-learn's own estimators give.
 """
 
+import inspect
 import sys
 import warnings
 
@@ -69,6 +70,17 @@ def feature_names(X):
     return names
 
 
+#: The methods whose parameters besides ``X`` and ``y`` scikit-learn's metadata routing may pass on.
+_ROUTED_METHODS = ("fit", "score")
+
+
+class _Requests(dict):
+    """``{method: {param: request}}`` as ``set_*_request`` chose, copied whole by scikit-learn's ``clone``."""
+
+    def __sklearn_clone__(self):
+        return _Requests({method: dict(requests) for method, requests in self.items()})
+
+
 class TransductiveEstimator(EstimatorParams):
     """Estimator tags, the fitted check and the feature-count check of fastprop's estimators.
 
@@ -90,6 +102,51 @@ class TransductiveEstimator(EstimatorParams):
             requires_fit=True,
             input_tags=InputTags(),
         )
+
+    def get_metadata_routing(self):
+        """What ``fit`` (and ``score``) take besides ``X`` and ``y``, for scikit-learn's metadata routing.
+
+        Each parameter is requested as :meth:`set_fit_request` (or
+        ``set_score_request``) set it, unrequested (None) otherwise, as
+        scikit-learn's own estimators are; so that a ``Pipeline`` ending in
+        this estimator scores under ``enable_metadata_routing=True``, and
+        ``graph`` reaches its ``fit`` once requested. Builds a
+        ``sklearn.utils.metadata_routing.MetadataRequest`` (only scikit-learn
+        calls this, so it is imported then).
+        """
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        chosen = getattr(self, "_metadata_request", {})
+        for method in _ROUTED_METHODS:
+            for param in self._metadata_parameters(method):
+                getattr(request, method).add_request(param=param, alias=chosen.get(method, {}).get(param))
+        return request
+
+    def set_fit_request(self, **requests):
+        """Request metadata for ``fit`` under scikit-learn's routing: ``param=True`` (passed on), False, None or
+        an alias (a string); e.g. ``set_fit_request(graph=True)``. Returns self."""
+        return self._set_metadata_request("fit", requests)
+
+    def _metadata_parameters(self, method):
+        if not hasattr(self, method):
+            return ()
+        names = list(inspect.signature(getattr(self, method)).parameters)
+        return tuple(name for name in names if name not in ("X", "y"))
+
+    def _set_metadata_request(self, method, requests):
+        known = self._metadata_parameters(method)
+        unknown = sorted(set(requests) - set(known))
+        if unknown:
+            raise TypeError(f"Unexpected args: {unknown} in set_{method}_request of {type(self).__name__}; "
+                            f"{method} takes {', '.join(known) or 'no metadata'}.")
+        for param, alias in requests.items():
+            if not (alias is None or isinstance(alias, (bool, str))):
+                raise ValueError(f"{param}={alias!r}: a request is True, False, None or an alias (a string).")
+        chosen = _Requests({key: dict(value) for key, value in getattr(self, "_metadata_request", {}).items()})
+        chosen.setdefault(method, {}).update(requests)
+        self._metadata_request = chosen  # scikit-learn's clone copies this attribute
+        return self
 
     def _check_fitted(self):
         if not hasattr(self, "n_features_in_"):

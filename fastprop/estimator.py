@@ -748,6 +748,11 @@ class FastProp(TransductiveEstimator):
         predicted[confidence < self.outlier_threshold_] = -1
         return float(np.average(predicted == truth, weights=weights))
 
+    def set_score_request(self, **requests) -> FastProp:
+        """Request metadata for :meth:`score` under scikit-learn's routing (``sample_weight=True``, False, None or
+        an alias); see :meth:`set_fit_request`. Returns self."""
+        return self._set_metadata_request("score", requests)
+
     def suggest_annotations(self, n: int, strategy: Literal["boundary", "lowest"] = "boundary") -> np.ndarray:
         """The unlabeled samples whose labels would help the next fit most, from the fitted confidence.
 

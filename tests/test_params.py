@@ -207,3 +207,37 @@ def test_index_fit_parameters_through_a_splitter_are_explained():
     with pytest.raises(ValueError, match="a scikit-learn splitter or search passes them to every fold"):
         model_selection.cross_validate(FastProp(n_neighbors=5), X, y, cv=folds, error_score="raise",
                                        params={"validation": (np.arange(70, 80), np.ones(10, dtype=int))})
+
+
+def test_scikit_learn_metadata_routing_reaches_fit_and_score():
+    """Fuzzing round 15: with enable_metadata_routing=True a Pipeline ending in FastProp could not score (it routes
+    sample_weight=None, which FastProp did not declare), and no fit parameter could reach FastProp."""
+    sklearn = pytest.importorskip("sklearn")
+    pipeline_module = pytest.importorskip("sklearn.pipeline")
+    preprocessing = pytest.importorskip("sklearn.preprocessing")
+    base = pytest.importorskip("sklearn.base")
+    from fastprop import build_knn_graph
+
+    X, y = two_blobs()
+    truth = np.repeat([0, 1], 40)
+    graph = build_knn_graph(X, 7)
+    scaled = preprocessing.StandardScaler().fit_transform(X)
+    direct = FastProp(n_neighbors=5, random_state=0).fit(scaled, y, graph=graph)
+    with sklearn.config_context(enable_metadata_routing=True):
+        plain = pipeline_module.make_pipeline(preprocessing.StandardScaler(), FastProp(n_neighbors=5, random_state=0))
+        assert plain.fit(X, y).score(X, truth) == FastProp(n_neighbors=5, random_state=0).fit(scaled, y).score(
+            scaled, truth)
+        requested = FastProp(n_neighbors=5, random_state=0).set_fit_request(graph=True)
+        assert base.clone(requested).get_metadata_routing().fit.requests["graph"] is True  # clone keeps it
+        routed = pipeline_module.make_pipeline(preprocessing.StandardScaler(), requested).fit(X, y, graph=graph)
+        assert np.array_equal(routed[-1].confidence_, direct.confidence_)  # the given graph, not one built
+        weights = np.linspace(1, 2, 80)
+        weighted = pipeline_module.make_pipeline(preprocessing.StandardScaler(),
+                                                 FastProp(n_neighbors=5, random_state=0).set_score_request(
+                                                     sample_weight=True)).fit(X, y)
+        assert weighted.score(X, truth, sample_weight=weights) == weighted[-1].score(scaled, truth, weights)
+    with pytest.raises(TypeError, match="Unexpected args: \\['weights'\\].*graph, validation, outliers"):
+        FastProp().set_fit_request(weights=True)
+    with pytest.raises(ValueError, match="True, False, None or an alias"):
+        FastProp().set_fit_request(graph=1.5)
+    assert "_metadata_request" not in FastProp().get_params()
