@@ -346,7 +346,9 @@ class FastProp(TransductiveEstimator):
         viable start is left, usually before ``done`` reaches ``total``),
         ``"confnet"``, ``"provisional"`` (the provisional classes and the
         final threshold) and ``"done"``; ``done``/``total`` are None where there
-        is no count.
+        is no count. scikit-learn's ``clone`` (in ``GridSearchCV``) deep-copies
+        a bound method with its instance, so a tracker object sees none of the
+        copies' calls; a plain function or a closure does.
     unlabeled : int, str or None, default=-1
         The label of an unlabeled sample in ``y``, and the label of an
         outlier in ``transduction_`` and :meth:`predict`. Labels may be
