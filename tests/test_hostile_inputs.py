@@ -285,8 +285,8 @@ def test_validation_labels_turned_into_text_by_numpy_are_explained(two_clusters)
     named = np.array(["" if value < 0 else value for value in y], dtype=object)
     with pytest.raises(ValueError, match="dtype=object"):
         FastProp(unlabeled="", n_neighbors=10).fit(X, named, graph=graph, validation=([50, 150], ["", 1]))
-    with pytest.raises(ValueError, match=r"'cat' are not among the classes of the fit's y \(0, 1\); use -1 for samples of no known "
-                                         r"class\.$"):  # text that is no number: no hint about NumPy
+    with pytest.raises(ValueError, match=r"'cat' are not among the classes of the fit's y \(0, 1\); use -1 for "
+                                         r"samples of no known class\.$"):  # text that is no number: no NumPy hint
         FastProp(n_neighbors=10).fit(X, y, graph=graph, validation=([50, 150], ["cat", "cat"]))
     model = FastProp(unlabeled="", n_neighbors=10, random_state=0).fit(
         X, named, graph=graph, validation=([50, 150], np.array(["", 1], dtype=object)))
