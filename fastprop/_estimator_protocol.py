@@ -178,8 +178,9 @@ class TransductiveEstimator(EstimatorParams):
             warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
                           UserWarning, stacklevel=5)
         elif fitted is not None and (fitted.size != given.size or (fitted != given).any()):
-            unseen = [column for column in given if column not in set(fitted)]
-            missing = [column for column in fitted if column not in set(given)]
+            fitted_set, given_set = set(fitted), set(given)
+            unseen = [column for column in given if column not in fitted_set]
+            missing = [column for column in fitted if column not in given_set]
             detail = "".join(f"\n- {what}: {', '.join(map(repr, columns[:5]))}{', ...' if len(columns) > 5 else ''}"
                              for what, columns in (("Feature names unseen at fit time", unseen),
                                                    ("Feature names seen at fit time, yet now missing", missing))
