@@ -17,7 +17,7 @@ except metadata.PackageNotFoundError:  # imported from a source tree that was ne
 _MODULES = {
     "FastProp": "estimator",
     "OutlierThresholdWarning": "threshold",
-    "warmup": "estimator",
+    "warmup": "_warmup",
     "build_knn_graph": "graph",
     "knn_graph_from_lists": "graph",
     "knn_search": "graph",

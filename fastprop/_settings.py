@@ -3,16 +3,17 @@
 Kept apart from the estimator so that ``FastProp`` itself is a thin shell:
 ``fit`` calls :func:`check_settings` first (scikit-learn's rule: parameters
 are stored as given by ``__init__`` and ``set_params`` and validated by
-``fit``), then reads :func:`pass_options`, :func:`decision_options` and :func:`batch_size`.
+``fit``), then reads :func:`pass_options`, :func:`decision_options` and :func:`patch_workspace`.
 """
 
 import numpy as np
 
 from ._labels import check_unlabeled
-from ._validation import check_bool, check_choice, check_integer, check_real
+from ._validation import check_bool, check_choice, check_integer, check_memory, check_real
 from .local_networks import LOCAL_NETWORKS
 from .propagation import PassOptions
 from .refinement import DecisionOptions
+from .scheduler import PatchSettings, PatchWorkspace
 from .threshold import CONFIDENCE_SOURCES
 
 #: From this many samples on, ``patch_batch_size="auto"`` processes patches in
@@ -141,3 +142,22 @@ def batch_size(patch_batch_size, n_samples):
     if patch_batch_size == "auto":
         return 1 if n_samples < BATCH_FROM_SAMPLES else 8
     return int(patch_batch_size)
+
+
+def patch_workspace(model, graph, n_features, n_classes):
+    """The patch loop's buffers for ``model``'s settings, refused up front when they would not fit in memory."""
+    settings = PatchSettings(
+        min_gain=float(model.min_gain),
+        max_patch_size=int(model.max_patch_size),
+        exclusion_hops=int(model.exclusion_hops),
+        depth=int(model.predictor_depth),
+    )
+    shape = dict(n_columns=n_features, n_slots=batch_size(model.patch_batch_size, graph.shape[0]),
+                 batch_columns=n_classes)
+    check_memory(
+        PatchWorkspace.bytes_needed(graph, settings, **shape),
+        f"FastProp's patch buffers (max_patch_size={model.max_patch_size!r}, patch_batch_size="
+        f"{model.patch_batch_size!r}, {n_features} features, {n_classes} classes)",
+        "lower max_patch_size or patch_batch_size.",
+    )
+    return PatchWorkspace(graph, settings, **shape)

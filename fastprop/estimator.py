@@ -22,7 +22,7 @@ from ._concurrency import serialised
 from ._estimator_protocol import TransductiveEstimator
 from ._labels import check_known_outliers, check_labels, check_validation, decode_labels, encode_known
 from ._reporting import Reporter
-from ._settings import batch_size, check_settings, decision_options, pass_options
+from ._settings import check_settings, decision_options, pass_options, patch_workspace
 from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
 from .adjacency import RandomWalk
 from .graph import fit_graph
@@ -30,11 +30,10 @@ from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .refinement import decide_outliers
 from .rows import direction_spread, inverse_norms
-from .scheduler import PatchSettings, PatchWorkspace
 from .suggestions import suggested_samples
 from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_is_only_outliers
 
-__all__ = ["FastProp", "REJECT_ALL", "warmup"]
+__all__ = ["FastProp", "REJECT_ALL"]
 
 #: (n_samples, n_classes) float64 arrays a fit holds at its peak, rounded up: 4.6 measured with
 #: 1,000 classes on 20,000 samples (the distributions, a walk step's input and output, the
@@ -618,7 +617,8 @@ class FastProp(TransductiveEstimator):
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
         spread = direction_spread(features, context.row_scale)
         options = pass_options(self, spread)
-        found = propagation_pass(context, self._workspace(graph, features.shape[1], classes.size), options, notify)
+        found = propagation_pass(context, patch_workspace(self, graph, features.shape[1], classes.size), options,
+                                 notify)
         timings.update(found.timings)
         decided = decide_outliers(context, found, unlabeled, validation, decision_options(self, spread), notify)
         timings.update(decided.timings)
@@ -712,13 +712,10 @@ class FastProp(TransductiveEstimator):
         its class is right (the paper's accuracy with rejection). A point of a
         class no seed had is wrong, as in ``sklearn.metrics.accuracy_score``.
 
-        The marker means a *known* outlier here, not an unlabeled sample: a
-        semi-supervised ``y`` handed to scikit-learn's model selection
-        (``GridSearchCV``, ``cross_val_score``) would count its unlabeled
-        test points as outliers and reward the model that rejects the most.
-        With :data:`MARKED_SHARE_WARNING` of the points marked or more, a
-        warning says so; test on seeds only instead (the README's "Model
-        selection"), or give ``fit`` a validation set.
+        The marker is a *known* outlier here: a semi-supervised ``y`` in
+        ``GridSearchCV`` or ``cross_val_score`` would reward the model that
+        rejects the most, so a warning says so from :data:`MARKED_SHARE_WARNING`
+        of the points marked (test on seeds only: README, Model selection).
 
         Parameters
         ----------
@@ -794,23 +791,6 @@ class FastProp(TransductiveEstimator):
         self._check_n_features(features)
         return self.predictor_.predict(features)
 
-    def _workspace(self, graph, n_features, n_classes):
-        settings = PatchSettings(
-            min_gain=float(self.min_gain),
-            max_patch_size=int(self.max_patch_size),
-            exclusion_hops=int(self.exclusion_hops),
-            depth=int(self.predictor_depth),
-        )
-        shape = dict(n_columns=n_features, n_slots=batch_size(self.patch_batch_size, graph.shape[0]),
-                     batch_columns=n_classes)
-        check_memory(
-            PatchWorkspace.bytes_needed(graph, settings, **shape),
-            f"FastProp's patch buffers (max_patch_size={self.max_patch_size!r}, patch_batch_size="
-            f"{self.patch_batch_size!r}, {n_features} features, {n_classes} classes)",
-            "lower max_patch_size or patch_batch_size.",
-        )
-        return PatchWorkspace(graph, settings, **shape)
-
     def _build_graph(self, features, rng):
         """The kNN graph, with K clamped to n_samples - 1 on tiny inputs."""
         # With a random_state the result must be reproducible, so hnswlib builds on one
@@ -818,26 +798,3 @@ class FastProp(TransductiveEstimator):
         n_jobs = None if self.random_state is not None else -1
         return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
 
-
-def warmup() -> float:
-    """Compile (or load from Numba's on-disk cache) every kernel FastProp uses.
-
-    A service can call it once at start-up so that its first real ``fit``
-    pays no compilation: the first call in a fresh environment takes a few
-    seconds, later processes load the cache in well under a second.
-
-    Returns
-    -------
-    float
-        Seconds spent.
-    """
-    clock = time.perf_counter()
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(loc, 0.3, size=(30, 4)) for loc in (-2.0, 2.0)])
-    y = np.full(60, -1)
-    y[[0, 30]] = [0, 1]
-    for training in ("graph", "patches"):
-        FastProp(n_neighbors=5, predictor_training=training, random_state=0).fit(X, y).predict(X[:2])
-    FastProp(n_neighbors=5, local_predictor="gat", random_state=0).fit(X, y)  # the networks' view updates, attention
-    FastProp(n_neighbors=5, random_state=0).fit(X, y, validation=([1, 31], [0, 1]))  # the calibration's signals
-    return time.perf_counter() - clock

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ..baselines import SGC, LabelSpreading
-from ..estimator import warmup
+from .._warmup import warmup
 from ..evaluation.datasets import make_noisy_mixture
 from ..evaluation.protocol import evaluate, make_noisy_task
 from . import _plots
