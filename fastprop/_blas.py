@@ -13,7 +13,8 @@ call took 12.5 ms instead of 0.44 ms; a default ``FastProp`` fit on
 Banking77 4.1 s instead of 1.5 s, the global SGC baseline 0.96 s instead of
 0.22 s. Within :func:`blas_on_calling_thread` every OpenBLAS the process
 has loaded runs on the thread that calls it, and the only parallel work
-left is Numba's.
+left is Numba's and the large products that :func:`fastprop.products.matmul`
+splits in two halves, each a one-thread BLAS call on a thread of its own.
 
 The count is a setting of the whole process (OpenBLAS has no per-thread
 count in these builds: ``openblas_set_num_threads_local`` changes it for

@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import expit, log_expit, softmax
 
 from .lbfgs import minimise
+from .products import matmul
 
 #: A feature whose standard deviation is at most this share of its largest magnitude varies by
 #: rounding alone (float32 inputs carry ~6e-8 of it; a graph of equal weights ~1e-16) and counts as
@@ -41,7 +42,8 @@ class SoftmaxLoss:
     The products of the targets with the weights are taken once, not at
     every evaluation, and the softmax is worked in place: 6-59% less time an
     evaluation than with :func:`scipy.special.log_softmax` and fresh
-    temporaries (FastProp's softmax regressions, issue #17).
+    temporaries (FastProp's softmax regressions, issue #17). The two large
+    products run on two threads (:func:`fastprop.products.matmul`).
 
     Parameters
     ----------
@@ -64,7 +66,7 @@ class SoftmaxLoss:
         """``(loss, gradient)`` at ``params``: ``coef`` (n_features, n_classes) then ``intercept``, flattened."""
         n_coef = self.features.shape[1] * self.weighted_targets.shape[1]
         coef = params[:n_coef].reshape(self.features.shape[1], -1)
-        logits = self.features @ coef
+        logits = matmul(self.features, coef)
         logits += params[n_coef:]
         largest = logits.max(axis=1)
         fitted = np.vdot(self.weighted_targets, logits)
@@ -76,7 +78,7 @@ class SoftmaxLoss:
         residual *= (self.row_mass / totals)[:, None]  # probabilities times each row's weighted mass
         residual -= self.weighted_targets
         gradient = np.empty_like(params)
-        np.matmul(self.features.T, residual, out=gradient[:n_coef].reshape(coef.shape))
+        matmul(self.features.T, residual, out=gradient[:n_coef].reshape(coef.shape))
         gradient[:n_coef] += self.l2 * params[:n_coef]
         gradient[n_coef:] = residual.sum(axis=0)
         return loss, gradient
