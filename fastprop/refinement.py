@@ -130,7 +130,7 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     if validation is not None and options.calibrate_confidence:
         # before the threshold: the validation rule's smoothing then works on the probability scale
         final, calibrated = calibrated_confidence(context, final, predicted, unlabeled, validation,
-                                                  options.n_neighbors)
+                                                  options.n_neighbors, unreached)
     share = given_share(options.outlier_threshold, options.outlier_share, validation)
     judged = unlabeled if share is not None else reached
     threshold = fitted_threshold(options.outlier_threshold, final, predicted, judged, validation,
@@ -229,7 +229,7 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     return final, known is not None, n_provisional
 
 
-def calibrated_confidence(context, final, predicted, unlabeled, validation, n_neighbors):
+def calibrated_confidence(context, final, predicted, unlabeled, validation, n_neighbors, unreached):
     """The final confidence calibrated on the validation set with the graph signals, and what new points need.
 
     The calibration (:func:`fastprop.calibration.calibrate_on_validation`),
@@ -249,6 +249,11 @@ def calibrated_confidence(context, final, predicted, unlabeled, validation, n_ne
     validation : (indices, encoded truth)
     n_neighbors : int
         The local density's neighbour count (:func:`fastprop.graph_signals.local_density`).
+    unreached : ndarray of int
+        Unlabeled samples no patch reached: they have no view, so they keep
+        confidence 0 whatever the calibration maps 0 to (about 0.03 on a
+        seedless junk cluster, which a small threshold then accepted), and
+        their neighbours' rescoring reads 0 there.
 
     Returns
     -------
@@ -269,10 +274,12 @@ def calibrated_confidence(context, final, predicted, unlabeled, validation, n_ne
     final, confidence_map = calibrate_on_validation(final, predicted, unlabeled, validation, *signals)
     if confidence_map is None:
         return final, None
+    final[unreached] = 0.0
     agreeing = final.copy()
     rescored, to_method_scale = rescored_as_new_points(context.graph, agreeing, method_confidence, predicted,
                                                        unlabeled, confidence_map, signals)
     final[unlabeled] = (1.0 - NEIGHBOURHOOD_SHARE) * agreeing[unlabeled] + NEIGHBOURHOOD_SHARE * rescored
+    final[unreached] = 0.0
     in_class_onward = onward_reach(context.walk, np.concatenate([np.flatnonzero(seeds), in_class_sources]))
     outlier_onward = onward_reach(context.walk, outlier_sources) if outlier_sources.size else None
     new_points = NewPointCalibration(confidence_map, to_method_scale, in_class_onward, outlier_onward)

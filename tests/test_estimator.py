@@ -119,6 +119,28 @@ def test_a_far_off_cluster_of_junk_leaves_auto_as_it_was(confnet_features):
     assert abs(accuracy(mixed) - accuracy(alone)) < 0.01
 
 
+def test_with_a_validation_set_samples_no_patch_reaches_keep_confidence_zero():
+    """A contract audit: the calibration mapped the junk's 0 to ~0.03 (and its neighbourhood rescoring kept it),
+    so a threshold of 0.01 given with a validation set accepted a whole seedless cluster, with classes."""
+    from fastprop.evaluation.datasets import make_noisy_mixture
+
+    X, truth = make_noisy_mixture(1500, 5, random_state=0)
+    y = np.full(1500, -1)
+    for c in range(5):
+        y[np.flatnonzero(truth == c)[:5]] = c
+    rng = np.random.default_rng(7)
+    direction = rng.normal(size=X.shape[1])
+    junk = direction + 0.02 * rng.normal(size=(200, X.shape[1]))  # a component of its own, no seed
+    with_junk = np.vstack([X, junk]).astype(np.float32), np.r_[y, np.full(200, -1)]
+    candidates = np.flatnonzero(y == -1)
+    shown = np.sort(rng.choice(candidates, 40, replace=False))
+    for threshold in ("auto", 0.01):
+        model = FastProp(random_state=0, outlier_threshold=threshold).fit(*with_junk, validation=(shown, truth[shown]))
+        assert model.confidence_calibration_ is not None  # calibrated
+        assert not model.view_count_[1500:].any()
+        assert np.all(model.confidence_[1500:] == 0.0) and np.all(model.transduction_[1500:] == -1)
+
+
 def test_auto_rejects_every_sample_no_patch_reaches():
     """The seeds in a component of their own: no unlabeled sample has a view, "auto" rejects them all.
 
