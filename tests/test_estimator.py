@@ -513,6 +513,17 @@ def test_warmup_runs_both_training_paths():
     assert isinstance(seconds, float) and seconds >= 0.0
 
 
+def test_warmup_compiles_the_hnsw_path_too():
+    """A contract audit: the hnsw search's copy hashes (every fit above 30,000 samples) were compiled by the first
+    real fit. Checked in a fresh process, where nothing else has called them."""
+    import subprocess
+    import sys
+
+    code = ("import fastprop; from fastprop._kernels import copies; fastprop.warmup(); "
+            "assert copies.row_hashes.signatures")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
 def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_process():
     import numba
 
