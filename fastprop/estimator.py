@@ -60,7 +60,10 @@ class FastProp(TransductiveEstimator):
         ``n_samples - 1`` on tiny inputs).
     min_gain : float, default=500
         A patch is viable once its expected confidence gain ``sum(1 - c)``
-        passes this (the paper's Delta c_tau).
+        passes this (the paper's Delta c_tau), or once it holds its whole
+        connected component with any gain left: on a component smaller than
+        ``max_patch_size`` whose remaining gain is below ``min_gain``, every
+        later patch is the whole component.
     max_patch_size : int, default=3000
         A patch that reaches this many vertices first is not viable (s).
     process_capped_patches : bool, default=False
@@ -262,16 +265,17 @@ class FastProp(TransductiveEstimator):
         :data:`~fastprop.threshold.MANY_CLASSES` (40) classes up, ``fit``
         emits a :class:`~fastprop.threshold.OutlierThresholdWarning` when
         neither a validation set nor ``outlier_share`` is given. ``None``: no
-        sample is rejected.
+        sample is rejected (but the known ``outliers`` given to ``fit``).
     outlier_share : float in [0, 1) or None, default=None
         The share of the unlabeled samples you expect to be outliers, if you
         know it roughly. With ``"auto"`` and no validation set, the
         known-class confidence is weighed by it (instead of the share the
-        provisional classes claim) and that share of the unlabeled samples,
-        those of lowest confidence, is rejected
+        provisional classes claim) and that share of the unlabeled samples
+        (known ``outliers`` aside, which are rejected besides), those of
+        lowest confidence, is rejected
         (:func:`fastprop.threshold.share_threshold`), and so is every
-        sample no patch reached; 0 rejects none and builds no provisional
-        class. A validation set, or a threshold given (a number or None),
+        sample no patch reached; 0 rejects none (but the known outliers)
+        and builds no provisional class. A validation set, or a threshold given (a number or None),
         overrides it. Measured (bench/RESULTS.md, issue #16
         item 2; three data sets, 0-50% outliers, 0.5 / 1 / 5% seeds, 5 task
         seeds) with the true share: within 1.5 points of a validation
@@ -574,9 +578,11 @@ class FastProp(TransductiveEstimator):
         outliers : array_like of int, optional
             Indices of unlabeled samples known to belong to no class (e.g.
             annotated so after :meth:`suggest_annotations`). They are labelled
-            ``unlabeled`` with confidence 0, and each becomes a provisional
-            class of its own (see ``provisional_classes``), so that samples
-            like them lose their claim to the known classes.
+            ``unlabeled`` with confidence 0 (whatever the threshold), and each
+            becomes a provisional class of its own (see ``provisional_classes``;
+            64 at most, spread farthest first; none with
+            ``provisional_classes=False`` or ``outlier_share=0``), so that
+            samples like them lose their claim to the known classes.
 
         Returns
         -------
