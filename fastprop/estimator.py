@@ -803,4 +803,3 @@ class FastProp(TransductiveEstimator):
         # thread; without one, on all cores (see knn_search's n_jobs).
         n_jobs = None if self.random_state is not None else -1
         return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
-
