@@ -611,7 +611,9 @@ class FastProp(TransductiveEstimator):
         clock = time.perf_counter()
         if graph is None:
             notify("graph")
-            graph = self._build_graph(features, rng)
+            # reproducible with a random_state: hnswlib builds on one thread then, else on all cores
+            graph = fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng,
+                              n_jobs=None if self.random_state is not None else -1)
         else:
             graph = check_graph(graph, n_samples)
         context = FitContext(
@@ -796,10 +798,3 @@ class FastProp(TransductiveEstimator):
         features = check_features(X, rescale_rows=True)
         self._check_n_features(features)
         return self.predictor_.predict(features)
-
-    def _build_graph(self, features, rng):
-        """The kNN graph, with K clamped to n_samples - 1 on tiny inputs."""
-        # With a random_state the result must be reproducible, so hnswlib builds on one
-        # thread; without one, on all cores (see knn_search's n_jobs).
-        n_jobs = None if self.random_state is not None else -1
-        return fit_graph(features, self.n_neighbors, method=self.graph_method, random_state=rng, n_jobs=n_jobs)
