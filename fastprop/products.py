@@ -4,18 +4,22 @@ A fit keeps every OpenBLAS on one thread (:mod:`fastprop._blas`: BLAS pools
 that spin beside Numba's cost more than they give on two cores), so its
 softmax regressions, most of a fit on real sets (bench/RESULTS.md, issue
 #17), ran on one core while the other idled. :func:`matmul` splits a large
-product into two halves of its output, the rows or the columns, whichever
-are more, and runs one half on a helper thread while the calling thread
-runs the other: each half is a one-thread BLAS call, and the threads wait
-for each other by blocking, not spinning, so a busy machine costs a switch,
-not a spin. A product is always split the same way whatever the number of
-threads (with one, the halves run one after the other), so its values do
-not depend on it.
+product into two halves of its output's rows and runs one half on a helper
+thread while the calling thread runs the other: each half is a one-thread
+BLAS call, and the threads wait for each other by blocking, not spinning, so
+a busy machine costs a switch, not a spin. OpenBLAS may block a half
+otherwise than the whole, so the last bits can differ from the whole
+product's (on this machine not for the products of the real sets' fits,
+whose 36 arrays stayed the same to the bit, but e.g. for 800 x 384 by
+384 x 450); a product is always split the same way whatever the number of
+threads (with one, or when no thread can be started, as at the
+interpreter's exit, the halves run one after the other), so its values do
+not depend on that.
 """
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numba
 import numpy as np
@@ -33,42 +37,45 @@ _helper_lock = threading.Lock()
 
 
 def matmul(a, b, out=None):
-    """``a @ b`` for 2-d float arrays, into ``out`` when given (C-ordered float64 of the product's shape).
+    """``a @ b`` for 2-d float arrays, into ``out`` when given (of the product's shape, not overlapping ``a``).
 
-    From :data:`SPLIT_FROM` multiply-adds on, computed as two halves of the
-    output's rows (when it has at least as many rows as columns) or
-    columns, on two threads when ``numba.get_num_threads()`` is 2 or more.
-    Each output entry is the same inner product either way.
+    From :data:`SPLIT_FROM` multiply-adds on, and with two output rows or
+    more, computed as two halves of the output's rows, on two threads when
+    ``numba.get_num_threads()`` is 2 or more.
     """
     rows, inner = a.shape
     columns = b.shape[1]
     if out is None:
         out = np.empty((rows, columns), dtype=np.result_type(a, b))
-    if rows * inner * columns < SPLIT_FROM or min(rows, columns) < 2:
-        return np.matmul(a, b, out=out)
-    if rows >= columns:
-        half = rows // 2
-        first = (a[:half], b, out[:half])
-        second = (a[half:], b, out[half:])
-    else:
-        half = columns // 2
-        first = (a, b[:, :half], out[:, :half])
-        second = (a, b[:, half:], out[:, half:])
-    _in_two(lambda: np.matmul(*first[:2], out=first[2]), lambda: np.matmul(*second[:2], out=second[2]))
+    if rows * inner * columns < SPLIT_FROM or rows < 2:
+        return _product(a, b, out)
+    half = rows // 2
+    _in_two(lambda: _product(a[:half], b, out[:half]), lambda: _product(a[half:], b, out[half:]))
     return out
 
 
+def _product(a, b, out):
+    return np.matmul(a, b, out=out)
+
+
 def _in_two(first, second):
-    """``first()`` on the helper thread and ``second()`` here, or both here with one Numba thread."""
-    if numba.get_num_threads() < 2:
+    """``first()`` on the helper thread and ``second()`` here; both here with one Numba thread or no helper."""
+    future = None
+    if numba.get_num_threads() >= 2:
+        try:
+            future = _helper_thread().submit(first)
+        except RuntimeError:  # no new thread at the interpreter's exit: the same halves, one after the other
+            future = None
+    if future is None:
         first()
         second()
         return
-    future = _helper_thread().submit(first)
     try:
         second()
-    finally:
-        future.result()
+    except BaseException:
+        wait([future])  # the helper's half writes into the same output: let it end first
+        raise
+    future.result()
 
 
 def _helper_thread():

@@ -1,6 +1,8 @@
 """Large products in two halves (fastprop.products): NumPy's values, the same whatever the thread count."""
 
 import signal
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -12,9 +14,9 @@ from fastprop.products import SPLIT_FROM, matmul
 from forks import status_of_forked_check
 
 SHAPES = [
-    (3000, 384, 64),  # split by rows
-    (40, 2000, 900),  # more columns than rows: split by columns
-    (900, 384, 1),  # one column: not split
+    (3000, 384, 64),  # split
+    (40, 2000, 900),  # more columns than rows: split by rows too
+    (1, 384, 90000),  # one row: not split
     (20, 30, 40),  # below SPLIT_FROM
 ]
 
@@ -32,22 +34,64 @@ def test_halves_give_numpys_product(rows, inner, columns):
     assert_allclose(matmul(a.T.copy().T, b), expected, rtol=1e-12, atol=1e-12)
 
 
+def recorded_halves(monkeypatch):
+    """Each half's (first row, rows, thread name), as ``matmul`` hands them to NumPy."""
+    import threading
+
+    calls = []
+    real = products._product
+
+    def product(a, b, out):
+        calls.append((out.shape[0], threading.current_thread().name))
+        return real(a, b, out)
+
+    monkeypatch.setattr(products, "_product", product)
+    return calls
+
+
 def test_the_split_does_not_depend_on_the_thread_count(monkeypatch):
     rng = np.random.default_rng(0)
-    a, b = rng.normal(size=(3000, 384)), rng.normal(size=(384, 64))
+    a, b = rng.normal(size=(3001, 384)), rng.normal(size=(384, 64))
     assert a.shape[0] * a.shape[1] * b.shape[1] >= SPLIT_FROM
-    calls = []
-    monkeypatch.setattr(products, "_helper_thread", lambda real=products._helper_thread: calls.append(1) or real())
+    calls = recorded_halves(monkeypatch)
     two = matmul(a, b)
-    with_two_threads = len(calls)
     previous = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
         one = matmul(a, b)
     finally:
         numba.set_num_threads(previous)
-    assert_array_equal(one, two)  # the same halves, one after the other
-    assert with_two_threads == (1 if previous >= 2 else 0) and len(calls) == with_two_threads
+    assert_array_equal(one, two)
+    # the same two halves either way (1500 and 1501 rows); with two threads one ran on the helper thread
+    assert sorted(rows for rows, _ in calls[:2]) == sorted(rows for rows, _ in calls[2:]) == [1500, 1501]
+    helpers = [name for _, name in calls if name.startswith("fastprop-products")]
+    assert len(helpers) == (1 if previous >= 2 else 0)
+
+
+def test_an_error_in_a_half_is_raised_once_after_both_end(monkeypatch):
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(3000, 384)), rng.normal(size=(384, 64))
+
+    def failing(a, b, out):
+        raise FloatingPointError("a half failed")
+
+    monkeypatch.setattr(products, "_product", failing)
+    with pytest.raises(FloatingPointError, match="a half failed") as raised:
+        matmul(a, b)
+    assert raised.value.__context__ is None  # not the helper's copy on top of the caller's
+
+
+def test_a_product_at_the_interpreters_exit_runs_its_halves_here():
+    """A review: a fit still running at the interpreter's exit (a background thread, an atexit handler) failed,
+    the helper thread refusing new work then."""
+    code = ("import atexit, numpy as np; from fastprop.products import matmul\n"
+            "a = np.ones((3000, 384)); b = np.ones((384, 64))\n"
+            "matmul(a, b)\n"  # the helper thread exists
+            "def at_exit():\n"
+            "    assert (matmul(a, b) == 384.0).all(); print('ok')\n"
+            "atexit.register(at_exit)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 def test_a_forked_child_makes_its_own_helper_thread():
