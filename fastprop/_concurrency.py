@@ -11,8 +11,10 @@ yet) it holds one process-wide lock, so concurrent calls run one after the
 other; under ``tbb`` or ``omp`` it does nothing and they run concurrently.
 Either way each call's result is the one it would have alone. The same
 decorator runs the call with every OpenBLAS on one thread
-(:func:`~fastprop._blas.blas_on_calling_thread`): Numba's threads are the
-only parallel work of a fit.
+(:func:`~fastprop._blas.blas_on_calling_thread`): Numba's threads, and the
+large products :func:`fastprop.products.matmul` splits between the calling
+thread and one helper thread (shared by concurrent calls, which then queue
+their halves on it), are the only parallel work of a fit.
 
 Processes: GNU OpenMP (Numba's ``omp`` layer in pip wheels on Linux) cannot
 run again in a child forked after it ran; Numba then ends the child with

@@ -38,6 +38,11 @@ def with_scikit_learn_twin(cls):
 _TWINS = {}
 
 
+def rebuilt_with_twin(cls, args):
+    """``cls(*args)`` as this process raises it (:func:`with_scikit_learn_twin`): how the errors and warnings pickle."""
+    return with_scikit_learn_twin(cls)(*args)
+
+
 class NotFittedError(ValueError, AttributeError):
     """A method that needs a fitted estimator was called before ``fit``.
 
@@ -48,7 +53,7 @@ class NotFittedError(ValueError, AttributeError):
     """
 
     def __reduce__(self):
-        return _not_fitted_error, (str(self),)
+        return rebuilt_with_twin, (NotFittedError, self.args)
 
 
 def _not_fitted_error(message):
@@ -125,7 +130,8 @@ class TransductiveEstimator(EstimatorParams):
 
     def set_fit_request(self, **requests):
         """Request metadata for ``fit`` under scikit-learn's routing: ``param=True`` (passed on), False, None or
-        an alias (a string); e.g. ``set_fit_request(graph=True)``. Returns self."""
+        an alias (a string); e.g. ``set_fit_request(graph=True)``. Returns self. Only with routing enabled
+        (``sklearn.set_config(enable_metadata_routing=True)``), as scikit-learn's own."""
         return self._set_metadata_request("fit", requests)
 
     def _metadata_parameters(self, method):
@@ -135,14 +141,20 @@ class TransductiveEstimator(EstimatorParams):
         return tuple(name for name in names if name not in ("X", "y"))
 
     def _set_metadata_request(self, method, requests):
+        import sklearn
+
+        if not sklearn.get_config().get("enable_metadata_routing", False):
+            raise RuntimeError(f"set_{method}_request is only available when metadata routing is enabled, as "
+                               "scikit-learn's own: sklearn.set_config(enable_metadata_routing=True).")
         known = self._metadata_parameters(method)
         unknown = sorted(set(requests) - set(known))
         if unknown:
             raise TypeError(f"Unexpected args: {unknown} in set_{method}_request of {type(self).__name__}; "
                             f"{method} takes {', '.join(known) or 'no metadata'}.")
         for param, alias in requests.items():
-            if not (alias is None or isinstance(alias, (bool, str))):
-                raise ValueError(f"{param}={alias!r}: a request is True, False, None or an alias (a string).")
+            if not (alias is None or isinstance(alias, bool) or (isinstance(alias, str) and alias.isidentifier())):
+                raise ValueError(f"{param}={alias!r}: a request is True, False, None or an alias (a string that is "
+                                 "a valid Python identifier).")
         chosen = _Requests({key: dict(value) for key, value in getattr(self, "_metadata_request", {}).items()})
         chosen.setdefault(method, {}).update(requests)
         self._metadata_request = chosen  # scikit-learn's clone copies this attribute

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ._estimator_protocol import with_scikit_learn_twin
+from ._estimator_protocol import rebuilt_with_twin, with_scikit_learn_twin
 from ._validation import _MAX_SHOWN, as_integer_labels, fits_int64
 
 
@@ -22,7 +22,13 @@ class DataConversionWarning(UserWarning):
     When scikit-learn is loaded, the warning is also its ``DataConversionWarning``, so that its filters apply.
     """
 
+    def __reduce__(self):  # the twin class is made at run time: pickled as this one, rebuilt as the receiver's
+        return rebuilt_with_twin, (DataConversionWarning, self.args)
 
+
+#: Why a y of names with unlabeled=None can hold the class "nan".
+NAN_AS_TEXT = ("Its class 'nan' may be a missing label: NumPy turns a NaN in a list of strings into the text 'nan'; "
+               "pass numpy.array(y, dtype=object) (or a pandas Series) to keep it a NaN. ")
 #: The default marker of an unlabeled sample in ``y`` (and of an outlier in the outputs).
 UNLABELED = -1
 
@@ -199,11 +205,13 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
     classes, encoded_labeled = np.unique(named, return_inverse=True)
     if labeled.all():
         marker_is_a_class = unlabeled != UNLABELED and any(str(name) == "-1" for name in classes.tolist())
+        nan_as_text = unlabeled is None and "nan" in classes.tolist()
         warnings.warn(
             f"y has no sample marked unlabeled={unlabeled!r}"
             f"{' but holds -1, which is a class label here' if marker_is_a_class else ''}: every sample is a "
             "seed and nothing is propagated. "
             f"{'Pass unlabeled=-1 if -1 marks the unlabeled samples. ' if marker_is_a_class else ''}"
+            f"{NAN_AS_TEXT if nan_as_text else ''}"
             "(A scikit-learn meta-estimator that encodes y, such as VotingClassifier, BaggingClassifier, "
             "OneVsRestClassifier or cross_val_predict(method='predict_proba'), makes the marker a class; "
             "a baseline of fastprop.baselines reads -1 as the marker.)", UserWarning, stacklevel=stacklevel + 1,
@@ -215,14 +223,22 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
     return classes, encoded
 
 
+def _same_kind(value, classes):
+    """Whether ``value`` is a label of the kind of ``classes``: a string for names, an integer (not a bool) for integers."""
+    if classes.dtype.kind in "iu":
+        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, str)
+
+
 def encode_known(labels, classes, unlabeled=UNLABELED, *, name, unknown_is_wrong=False):
     """Class indices of known labels in the user's space; the marker (a known outlier) gives -1.
 
     Raises a ValueError naming the labels that are not classes of ``y``;
     with ``unknown_is_wrong`` such labels give -2 instead (a point no
     prediction can get right, as in ``sklearn.metrics.accuracy_score``),
-    unless they are of another kind than the classes (text for integer
-    classes, numbers for names), which is still an error.
+    unless they are of another kind than the classes (text, None, NaN or a
+    fraction for integer classes, anything but text for names), which is
+    still an error.
     """
     labels = np.asarray(labels)
     if labels.ndim != 1:
@@ -239,8 +255,7 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name, unknown_is_wrong
     encoded = np.array([-1 if is_outlier else lookup.get(value, -2)
                         for value, is_outlier in zip(labels.tolist(), outlier.tolist())], dtype=np.int64)
     unknown = encoded == -2
-    names = classes.dtype.kind not in "iu"
-    if unknown_is_wrong and all(isinstance(value, str) == names for value in labels[unknown].tolist()):
+    if unknown_is_wrong and all(_same_kind(value, classes) for value in labels[unknown].tolist()):
         return encoded
     if unknown.any():
         text_for_numbers = (classes.dtype.kind in "iu" and labels.dtype.kind == "U"

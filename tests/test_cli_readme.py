@@ -70,7 +70,7 @@ def test_python_quickstart_runs_as_written(tmp_path, monkeypatch):
     # model selection: every seed tested once, the unlabeled samples never
     fold, search = namespace["fold"], namespace["search"]
     assert np.array_equal(np.flatnonzero(fold >= 0), np.sort(seeds)) and np.all(fold[y == -1] == -1)
-    assert search.best_params_["n_neighbors"] in (15, 30) and search.best_score_ > 0.8
+    assert search.best_score_ > 0.8 and search.cv_results_["mean_test_score"].min() > 0.8
 
 
 def _has_matplotlib():

@@ -126,3 +126,12 @@ def test_the_marker_none_is_a_missing_label():
         check_labels([1.0, float("nan"), 0.0], 3)
     with pytest.raises(ValueError, match="Its NaN are missing labels"):
         check_labels([1.0, float("nan"), 0.0], 3, unlabeled=None)
+
+
+def test_a_nan_numpy_made_text_is_pointed_out():
+    """A review: ["a", nan] becomes the text 'nan' in NumPy, a class, and every sample a seed."""
+    with pytest.warns(UserWarning, match="Its class 'nan' may be a missing label.*dtype=object"):
+        check_labels(["a", float("nan"), "b"], 3, unlabeled=None)
+    with pytest.raises(ValueError, match="not among the classes"):  # not counted wrong: not a label of that kind
+        encode_known(np.array([None, float("nan"), 2.5], dtype=object), np.array([0, 1]), name="y",
+                     unknown_is_wrong=True)

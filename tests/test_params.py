@@ -191,6 +191,15 @@ def test_fastprops_errors_and_warnings_are_scikit_learns_too():
         warnings.filterwarnings("ignore", category=exceptions.ConvergenceWarning)
         FastProp(n_neighbors=5, random_state=0).fit(X, y[:, None])  # a column vector y
         LabelPropagation(n_neighbors=5, max_iter=1).fit(X, y)  # stops on max_iter
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FastProp(n_neighbors=5, random_state=0).fit(X, y[:, None])
+        LabelPropagation(n_neighbors=5, max_iter=1).fit(X, y)
+    assert [w.filename for w in caught] == [__file__, __file__]  # the user's line (ConvergenceWarning's was not)
+    for w in caught:  # raised as errors in a worker, they reach the parent whole (a review)
+        restored = pickle.loads(pickle.dumps(w.message))
+        assert type(restored).__mro__[1] is type(w.message).__mro__[1] and restored.args == w.message.args
+        assert isinstance(restored, (exceptions.DataConversionWarning, exceptions.ConvergenceWarning))
 
 
 def test_index_fit_parameters_through_a_splitter_are_explained():
@@ -236,8 +245,12 @@ def test_scikit_learn_metadata_routing_reaches_fit_and_score():
                                                  FastProp(n_neighbors=5, random_state=0).set_score_request(
                                                      sample_weight=True)).fit(X, y)
         assert weighted.score(X, truth, sample_weight=weights) == weighted[-1].score(scaled, truth, weights)
-    with pytest.raises(TypeError, match="Unexpected args: \\['weights'\\].*graph, validation, outliers"):
-        FastProp().set_fit_request(weights=True)
-    with pytest.raises(ValueError, match="True, False, None or an alias"):
-        FastProp().set_fit_request(graph=1.5)
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(TypeError, match="Unexpected args: \\['weights'\\].*graph, validation, outliers"):
+            FastProp().set_fit_request(weights=True)
+        for bad in (1.5, "not an alias"):
+            with pytest.raises(ValueError, match="True, False, None or an alias"):
+                FastProp().set_fit_request(graph=bad)
+    with pytest.raises(RuntimeError, match="only available when metadata routing is enabled"):
+        FastProp().set_fit_request(graph=True)
     assert "_metadata_request" not in FastProp().get_params()

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from .._concurrency import serialised
-from .._estimator_protocol import TransductiveEstimator, with_scikit_learn_twin
+from .._estimator_protocol import TransductiveEstimator, rebuilt_with_twin, with_scikit_learn_twin
 from .._labels import check_labels
 from .._validation import (check_features, check_graph, check_integer, check_random_state, check_real,
                            check_symmetric_graph)
@@ -71,6 +71,9 @@ class ConvergenceWarning(UserWarning):
 
     When scikit-learn is loaded, the warning is also its ``ConvergenceWarning``, so that its filters apply.
     """
+
+    def __reduce__(self):  # the twin class is made at run time: pickled as this one, rebuilt as the receiver's
+        return rebuilt_with_twin, (ConvergenceWarning, self.args)
 
 
 class Problem(NamedTuple):
@@ -167,7 +170,7 @@ def warn_not_converged(name, max_iter, detail, hint="Increase max_iter or tol.")
     warnings.warn(
         f"{name} did not converge in max_iter={max_iter} iterations ({detail}). {hint}",
         with_scikit_learn_twin(ConvergenceWarning),
-        stacklevel=5,
+        stacklevel=6,
     )
 
 

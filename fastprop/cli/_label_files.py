@@ -13,6 +13,7 @@ same kind.
 """
 
 import csv
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -117,7 +118,9 @@ def labels_from_array(array, marker, context):
 def seed_labels(y, unlabeled, n_samples, context):
     """Check ``y`` against ``n_samples`` (one clear message, prefixed by ``context``)."""
     try:
-        classes, encoded = check_labels(y, n_samples, unlabeled)
+        with warnings.catch_warnings():  # no unlabeled sample: the error below says so for the command line
+            warnings.filterwarnings("ignore", message="y has no sample marked unlabeled", category=UserWarning)
+            classes, encoded = check_labels(y, n_samples, unlabeled)
     except ValueError as error:
         raise ValueError(f"{context}{error}") from None
     if not np.any(encoded < 0):
