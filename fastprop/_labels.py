@@ -224,7 +224,7 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
 
 
 def _same_kind(value, classes):
-    """Whether ``value`` is a label of the kind of ``classes``: a string for names, an integer (not a bool) for integers."""
+    """Whether ``value`` is a label of the kind of ``classes``: a string for names, an integer (no bool) else."""
     if classes.dtype.kind in "iu":
         return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
     return isinstance(value, str)
