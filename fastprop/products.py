@@ -19,7 +19,7 @@ not depend on that.
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait  # concurrent.futures._base only: no atexit registration at import
 
 import numba
 import numpy as np
@@ -61,7 +61,7 @@ def _product(a, b, out):
 def _in_two(first, second):
     """``first()`` on the helper thread and ``second()`` here; both here with one Numba thread or no helper."""
     future = None
-    if numba.get_num_threads() >= 2:
+    if _numba_threads() >= 2:
         try:
             future = _helper_thread().submit(first)
         except RuntimeError:  # no new thread at the interpreter's exit: the same halves, one after the other
@@ -72,16 +72,49 @@ def _in_two(first, second):
         return
     try:
         second()
+        wait([future])
     except BaseException:
-        wait([future])  # the helper's half writes into the same output: let it end first
+        if not future.cancel():  # still queued: it never runs; running: it writes into the output, let it end
+            _wait_out(future)
         raise
     future.result()
+
+
+def _wait_out(future):
+    """Wait until ``future`` is done, through interrupts (the first of which is raised afterwards)."""
+    interrupted = None
+    while True:
+        try:
+            wait([future])
+            break
+        except BaseException as error:
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
+
+
+def _numba_threads():
+    """``numba.get_num_threads()``, without launching Numba's threading layer when no layer runs yet.
+
+    Launching it (GNU OpenMP in pip wheels) would make every child forked afterwards unable to run a parallel
+    kernel; before a launch no thread can have called ``set_num_threads`` (it launches one), so the count is
+    the configured one.
+    """
+    try:
+        numba.threading_layer()
+    except ValueError:
+        return numba.config.NUMBA_NUM_THREADS
+    return numba.get_num_threads()
 
 
 def _helper_thread():
     global _helper
     with _helper_lock:
         if _helper is None:
+            # imported here: its import registers a threading atexit hook, which raises at the interpreter's
+            # exit (a RuntimeError, which _in_two answers by running both halves here)
+            from concurrent.futures.thread import ThreadPoolExecutor
+
             _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastprop-products")
         return _helper
 

@@ -94,6 +94,27 @@ def test_a_product_at_the_interpreters_exit_runs_its_halves_here():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
+def test_a_first_import_at_the_interpreters_exit_runs_its_halves_here():
+    """A stress test: importing the thread pool registers a threading atexit hook, which raises at the exit."""
+    code = ("import atexit, numpy as np\n"
+            "def at_exit():\n"
+            "    from fastprop.products import matmul\n"
+            "    assert (matmul(np.ones((3000, 384)), np.ones((384, 64))) == 384.0).all(); print('ok')\n"
+            "atexit.register(at_exit)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_product_does_not_launch_numbas_threading_layer():
+    """A stress test: launching it (GNU OpenMP) would leave every child forked later unable to run a parallel
+    kernel, for a process that had only computed products."""
+    code = ("import numba, numpy as np; from fastprop.products import matmul\n"
+            "matmul(np.ones((3000, 384)), np.ones((384, 64)))\n"
+            "try:\n    numba.threading_layer()\nexcept ValueError:\n    print('not launched')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "not launched", done.stderr
+
+
 def test_a_forked_child_makes_its_own_helper_thread():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(3000, 384)), rng.normal(size=(384, 64))
