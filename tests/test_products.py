@@ -81,6 +81,13 @@ def test_an_error_in_a_half_is_raised_once_after_both_end(monkeypatch):
     assert raised.value.__context__ is None  # not the helper's copy on top of the caller's
 
 
+def printed_by(code):
+    """What a fresh Python process running ``code`` prints, once it has exited with status 0."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def test_a_product_at_the_interpreters_exit_runs_its_halves_here():
     """A review: a fit still running at the interpreter's exit (a background thread, an atexit handler) failed,
     the helper thread refusing new work then."""
@@ -90,8 +97,7 @@ def test_a_product_at_the_interpreters_exit_runs_its_halves_here():
             "def at_exit():\n"
             "    assert (matmul(a, b) == 384.0).all(); print('ok')\n"
             "atexit.register(at_exit)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert printed_by(code) == "ok"
 
 
 def test_a_first_import_at_the_interpreters_exit_runs_its_halves_here():
@@ -101,8 +107,7 @@ def test_a_first_import_at_the_interpreters_exit_runs_its_halves_here():
             "    from fastprop.products import matmul\n"
             "    assert (matmul(np.ones((3000, 384)), np.ones((384, 64))) == 384.0).all(); print('ok')\n"
             "atexit.register(at_exit)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert printed_by(code) == "ok"
 
 
 def test_a_product_does_not_launch_numbas_threading_layer():
@@ -111,8 +116,7 @@ def test_a_product_does_not_launch_numbas_threading_layer():
     code = ("import numba, numpy as np; from fastprop.products import matmul\n"
             "matmul(np.ones((3000, 384)), np.ones((384, 64)))\n"
             "try:\n    numba.threading_layer()\nexcept ValueError:\n    print('not launched')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "not launched", done.stderr
+    assert printed_by(code) == "not launched"
 
 
 def test_a_forked_child_makes_its_own_helper_thread():
