@@ -56,10 +56,6 @@ class NotFittedError(ValueError, AttributeError):
         return rebuilt_with_twin, (NotFittedError, self.args)
 
 
-def _not_fitted_error(message):
-    return with_scikit_learn_twin(NotFittedError)(message)
-
-
 def feature_names(X):
     """The column names of ``X`` (a pandas DataFrame's, or any ``columns``) when all are strings, else None.
 
@@ -83,7 +79,12 @@ class _Requests(dict):
     """``{method: {param: request}}`` as ``set_*_request`` chose, copied whole by scikit-learn's ``clone``."""
 
     def __sklearn_clone__(self):
-        return _Requests({method: dict(requests) for method, requests in self.items()})
+        return _Requests.copied(self)
+
+    @staticmethod
+    def copied(requests):
+        """A copy of ``{method: {param: request}}`` (a plain dict too) whose inner dicts are new."""
+        return _Requests({method: dict(chosen) for method, chosen in requests.items()})
 
 
 class TransductiveEstimator(EstimatorParams):
@@ -155,14 +156,14 @@ class TransductiveEstimator(EstimatorParams):
             if not (alias is None or isinstance(alias, bool) or (isinstance(alias, str) and alias.isidentifier())):
                 raise ValueError(f"{param}={alias!r}: a request is True, False, None or an alias (a string that is "
                                  "a valid Python identifier).")
-        chosen = _Requests({key: dict(value) for key, value in getattr(self, "_metadata_request", {}).items()})
+        chosen = _Requests.copied(getattr(self, "_metadata_request", {}))
         chosen.setdefault(method, {}).update(requests)
         self._metadata_request = chosen  # scikit-learn's clone copies this attribute
         return self
 
     def _check_fitted(self):
         if not hasattr(self, "n_features_in_"):
-            raise _not_fitted_error(
+            raise with_scikit_learn_twin(NotFittedError)(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with appropriate "
                 "arguments before using this estimator."
             )
