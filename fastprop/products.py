@@ -14,7 +14,10 @@ whose 36 arrays stayed the same to the bit, but e.g. for 800 x 384 by
 384 x 450); a product is always split the same way whatever the number of
 threads (with one, or when no thread can be started, as at the
 interpreter's exit, the halves run one after the other), so its values do
-not depend on that.
+not depend on that. One helper thread serves every thread of the process: a
+caller that finds it busy with another caller's half runs both of its own
+halves itself rather than queue behind it (the same halves, so the same
+values).
 """
 
 import os
@@ -34,6 +37,8 @@ SPLIT_FROM = 2**24
 
 _helper = None
 _helper_lock = threading.Lock()
+#: Held while a half is queued on or running on the helper thread.
+_helper_free = threading.Semaphore(1)
 
 
 def matmul(a, b, out=None):
@@ -59,13 +64,23 @@ def _product(a, b, out):
 
 
 def _in_two(first, second):
-    """``first()`` on the helper thread and ``second()`` here; both here with one Numba thread or no helper."""
+    """``first()`` on the helper thread and ``second()`` here; both here with one Numba thread, when the helper is
+    busy with another caller's half (queueing behind it cost 0.85-0.88x the speed of unsplit products with 4-8
+    fitting threads on 2 cores; running here 0.96-1.00x, bench/RESULTS.md, issue #17) or cannot start."""
     future = None
-    if _numba_threads() >= 2:
+    if _numba_threads() >= 2 and _helper_free.acquire(blocking=False):
+        free = _helper_free  # a forked child replaces the module's semaphore: release the one acquired
+
+        def on_helper():
+            try:
+                first()
+            finally:
+                free.release()  # before the future is done, so that this caller's next product finds it free
+
         try:
-            future = _helper_thread().submit(first)
+            future = _helper_thread().submit(on_helper)
         except RuntimeError:  # no new thread at the interpreter's exit: the same halves, one after the other
-            future = None
+            free.release()
     if future is None:
         first()
         second()
@@ -74,7 +89,9 @@ def _in_two(first, second):
         second()
         wait([future])
     except BaseException:
-        if not future.cancel():  # still queued: it never runs; running: it writes into the output, let it end
+        if future.cancel():  # still queued: it never runs
+            free.release()
+        else:  # running: it writes into the output, let it end
             _wait_out(future)
         raise
     future.result()
@@ -121,8 +138,8 @@ def _helper_thread():
 
 def _after_fork_in_child():
     """A forked child has no helper thread (only the thread that forked): it makes a new one when needed."""
-    global _helper, _helper_lock
-    _helper, _helper_lock = None, threading.Lock()
+    global _helper, _helper_lock, _helper_free
+    _helper, _helper_lock, _helper_free = None, threading.Lock(), threading.Semaphore(1)
 
 
 if hasattr(os, "register_at_fork"):

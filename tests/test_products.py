@@ -3,6 +3,7 @@
 import signal
 import subprocess
 import sys
+import threading
 
 import numba
 import numpy as np
@@ -36,8 +37,6 @@ def test_halves_give_numpys_product(rows, inner, columns):
 
 def recorded_halves(monkeypatch):
     """Each half's (first row, rows, thread name), as ``matmul`` hands them to NumPy."""
-    import threading
-
     calls = []
     real = products._product
 
@@ -66,6 +65,45 @@ def test_the_split_does_not_depend_on_the_thread_count(monkeypatch):
     assert sorted(rows for rows, _ in calls[:2]) == sorted(rows for rows, _ in calls[2:]) == [1500, 1501]
     helpers = [name for _, name in calls if name.startswith("fastprop-products")]
     assert len(helpers) == (1 if previous >= 2 else 0)
+
+
+def test_a_caller_that_finds_the_helper_busy_runs_both_halves_itself(monkeypatch):
+    """A stress test: with 4-8 fitting threads every caller queued behind the one helper thread."""
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(3001, 384)), rng.normal(size=(384, 64))
+    calls = recorded_halves(monkeypatch)
+    alone = matmul(a, b)
+    assert products._helper_free.acquire(blocking=False)  # another caller's half holds the helper
+    try:
+        busy = matmul(a, b)
+    finally:
+        products._helper_free.release()
+    assert_array_equal(busy, alone)
+    assert sorted(rows for rows, _ in calls[2:]) == [1500, 1501]
+    assert {name for _, name in calls[2:]} == {threading.current_thread().name}
+
+
+def test_concurrent_callers_get_the_products_they_would_get_alone():
+    rng = np.random.default_rng(4)
+    pairs = [(rng.normal(size=(2000 + 7 * k, 384)), rng.normal(size=(384, 64))) for k in range(4)]
+    alone = [matmul(a, b) for a, b in pairs]
+    results = [[] for _ in pairs]
+
+    def repeat(k):
+        for _ in range(20):
+            results[k].append(matmul(*pairs[k]))
+
+    threads = [threading.Thread(target=repeat, args=(k,)) for k in range(len(pairs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for expected, got in zip(alone, results):
+        assert len(got) == 20
+        for product in got:
+            assert_array_equal(product, expected)
+    assert products._helper_free.acquire(blocking=False)  # every caller released the helper
+    products._helper_free.release()
 
 
 def test_an_error_in_a_half_is_raised_once_after_both_end(monkeypatch):
