@@ -356,7 +356,7 @@ def save_graph(path: str | os.PathLike, graph: sp.spmatrix | sp.sparray) -> None
     """Save an affinity graph to ``path`` as ``.npz`` (CSR arrays, no pickle).
 
     What is saved is the graph as every fit reads it
-    (:func:`fastprop._validation.check_graph`): float32 weights (a float64
+    (:func:`fastprop._validation.graphs.check_graph`): float32 weights (a float64
     weight keeps float32's 24 bits) and no self loops (the methods add their
     own), so a fit on the loaded graph is the fit on ``graph``.
 
@@ -386,7 +386,7 @@ def load_graph(path: str | os.PathLike, n_samples: int | None = None) -> sp.csr_
     size is checked against the archive and against the other arrays before
     it is read (a corrupt or hostile file cannot make it allocate more than
     the file could hold), and the graph is checked like every graph that
-    crosses fastprop's boundary (see :func:`fastprop._validation.check_graph`).
+    crosses fastprop's boundary (see :func:`fastprop._validation.graphs.check_graph`).
 
     Parameters
     ----------

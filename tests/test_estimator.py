@@ -539,13 +539,13 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
 
 
 def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
-    import fastprop._validation
+    import fastprop._validation.memory
     from fastprop.estimator import PEAK_CLASS_ARRAYS
 
     X, y, _ = two_clusters_and_outliers()
     graph = build_knn_graph(X, 8, method="exact")
     enough_for_the_class_arrays = PEAK_CLASS_ARRAYS * 8 * X.shape[0] * 2
-    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: enough_for_the_class_arrays)
+    monkeypatch.setattr(fastprop._validation.memory, "physical_memory", lambda: enough_for_the_class_arrays)
     with pytest.raises(ValueError, match=r"patch buffers \(max_patch_size=3000.*lower max_patch_size"):
         FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)
 
@@ -553,13 +553,13 @@ def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
 def test_class_arrays_larger_than_memory_are_refused_up_front(monkeypatch):
     """Fuzzing round 14: 100k samples and 10k classes grew past 15 GB before the patch loop, to be
     needing about 40 GB; the fit's peak is about five samples x classes float64 arrays."""
-    import fastprop._validation
+    import fastprop._validation.memory
     from fastprop.estimator import PEAK_CLASS_ARRAYS
 
     X, y, _ = two_clusters_and_outliers()
     graph = build_knn_graph(X, 8, method="exact")
     needed = PEAK_CLASS_ARRAYS * 8 * X.shape[0] * 2
-    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: needed - 1)
+    monkeypatch.setattr(fastprop._validation.memory, "physical_memory", lambda: needed - 1)
     with pytest.raises(ValueError, match=rf"FastProp on {X.shape[0]} samples and 2 classes .* predict the rest"):
         FastProp(n_neighbors=8, random_state=0, max_patch_size=20).fit(X, y, graph=graph)
 

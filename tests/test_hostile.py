@@ -751,12 +751,12 @@ def test_an_impossible_hidden_layer_is_a_value_error_up_front(issue):
 
 
 def test_an_impossible_knn_graph_is_a_value_error_up_front(issue, monkeypatch):
-    import fastprop._validation
+    import fastprop._validation.memory
 
-    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: 100_000)
+    monkeypatch.setattr(fastprop._validation.memory, "physical_memory", lambda: 100_000)
     with pytest.raises(ValueError, match=r"a kNN graph with n_neighbors=150 on 200 samples needs about"):
         FastProp(n_neighbors=150).fit(issue[0], issue[1])
-    monkeypatch.setattr(fastprop._validation, "physical_memory", lambda: None)  # unknown: not checked
+    monkeypatch.setattr(fastprop._validation.memory, "physical_memory", lambda: None)  # unknown: not checked
     assert fastprop.knn_search(issue[0], 150)[0].shape == (200, 150)
 
 

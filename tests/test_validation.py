@@ -33,9 +33,9 @@ def test_object_arrays_of_numbers_are_numbers():
 
 @pytest.mark.parametrize("rows_per_block", [65536, 3])
 def test_non_finite_rows_are_counted_and_located(monkeypatch, rows_per_block):
-    import fastprop._validation as validation
+    import fastprop._validation.features as features
 
-    monkeypatch.setattr(validation, "_ROWS_PER_BLOCK", rows_per_block)  # checked block by block
+    monkeypatch.setattr(features, "_ROWS_PER_BLOCK", rows_per_block)  # checked block by block
     X = np.ones((10, 3))
     X[4, 1] = np.nan
     X[7, 0] = np.inf

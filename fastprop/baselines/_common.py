@@ -110,7 +110,7 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=Non
     gets its rows rescaled where their scale leaves float32's range, as
     the graph build reads them, rather than refused; a method that does
     (named ``method``) gets features far out of range refused
-    (:func:`~fastprop._validation.check_features`'s ``computing_method``).
+    (:func:`~fastprop._validation.features.check_features`'s ``computing_method``).
     ``symmetric_for`` is ``(method name, why)`` for a method whose
     equations need symmetric weights: a graph without them is refused.
     """
