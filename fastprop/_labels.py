@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 
 from ._estimator_protocol import rebuilt_with_twin, with_scikit_learn_twin
-from ._validation import _MAX_SHOWN, as_integer_labels, fits_int64
+from ._validation import as_integer_labels, fits_int64
+from ._validation._common import _MAX_SHOWN
 
 
 class DataConversionWarning(UserWarning):

@@ -16,7 +16,6 @@ how to fix it. The checks live in parts with one job each, re-exported here:
   (:func:`check_memory`).
 """
 
-from ._common import _MAX_SHOWN
 from .features import NonNumericInputError, check_features
 from .graphs import SYMMETRY_TOLERANCE, check_graph, check_graph_arrays, check_knn_lists, check_symmetric_graph
 from .labels import (as_integer_labels, check_confidence, check_distributions, check_pool_labels, check_sample_weight,
@@ -26,7 +25,6 @@ from .scalars import (check_bool, check_choice, check_integer, check_n_neighbors
                       fits_int64)
 
 __all__ = [
-    "_MAX_SHOWN",
     "NonNumericInputError",
     "SYMMETRY_TOLERANCE",
     "as_integer_labels",
