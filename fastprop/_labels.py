@@ -215,7 +215,8 @@ def check_labels(y, n_samples, unlabeled=UNLABELED, stacklevel=1):
             f"{NAN_AS_TEXT if nan_as_text else ''}"
             "(A scikit-learn meta-estimator that encodes y, such as VotingClassifier, BaggingClassifier, "
             "OneVsRestClassifier or cross_val_predict(method='predict_proba'), makes the marker a class; "
-            "a baseline of fastprop.baselines reads -1 as the marker.)", UserWarning, stacklevel=stacklevel + 1,
+            "FastProp and the baselines of fastprop.baselines take the marker as unlabeled=..., -1 by default.)",
+            UserWarning, stacklevel=stacklevel + 1,
         )
     encoded = np.full(n_samples, -1, dtype=np.int64)
     encoded[labeled] = encoded_labeled.ravel()

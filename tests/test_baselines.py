@@ -17,7 +17,7 @@ from fastprop.baselines import (
     LabelSpreading,
     PoissonLearning,
 )
-from fastprop import build_knn_graph
+from fastprop import FastProp, build_knn_graph
 from fastprop.adjacency import normalised_adjacency
 from fastprop.baselines._common import Problem, prepare_fit
 from fastprop.baselines.correct_smooth import _correct, _smooth
@@ -579,3 +579,95 @@ def test_tiny_inputs_clamp_n_neighbors_as_fastprop_does(name):
     with pytest.warns(UserWarning, match="every sample is a seed"):
         single = FACTORIES[name]().fit(X[:1], np.array([7]))
     assert single.transduction_.tolist() == [7]
+
+
+# ---------------------------------------------------------------- labels as users have them: the unlabeled marker
+
+NAMES = np.array(["ant", "bee", "cat"])  # sorted as the classes 0, 1, 2 are: the same columns in the same order
+MARKED = ('names, "" unlabeled', "names, 'unknown' unlabeled", "names, None/NaN/NA unlabeled",
+          "integers, 99 unlabeled")
+
+
+class NAType:
+    """Stands for pandas' ``NA`` (known by its type's name; pandas is no test dependency)."""
+
+    def __bool__(self):
+        raise TypeError("boolean value of NA is ambiguous")
+
+
+def marked(y, kind):
+    """``y`` (classes 0..2, -1 unlabeled) as a user may hold it, one of ``MARKED``: (labels, unlabeled, classes)."""
+    unlabeled = y < 0
+    if kind == "integers, 99 unlabeled":
+        return np.where(unlabeled, 99, y), 99, np.arange(3)
+    labels = NAMES[np.maximum(y, 0)].astype(object)
+    if kind == "names, None/NaN/NA unlabeled":
+        missing = (None, float("nan"), NAType())
+        labels[unlabeled] = [missing[i % 3] for i in range(unlabeled.sum())]
+        return labels, None, NAMES
+    marker = "" if kind.startswith('names, ""') else "unknown"
+    labels[unlabeled] = marker
+    return labels.astype(str), marker, NAMES
+
+
+@ALL
+@pytest.mark.parametrize("kind", MARKED)
+def test_names_and_a_marker_give_the_fit_of_integers_and_minus_one(name, kind, toy):
+    """The same y with class names (or another integer) and FastProp's unlabeled marker is the same fit, bit for
+    bit: the baselines read -1 alone, so a y of names could not be compared with FastProp's fit of it."""
+    X, _, graph, y = toy
+    labels, unlabeled, classes = marked(y, kind)
+    reference = FACTORIES[name]().fit(X, y, graph=graph)
+    model = FACTORIES[name](unlabeled=unlabeled).fit(X, labels, graph=graph)
+    assert model.classes_.tolist() == classes.tolist()  # the marker is no class
+    assert_array_equal(model.label_distributions_, reference.label_distributions_)
+    assert_array_equal(model.confidence_, reference.confidence_)
+    assert model.transduction_.dtype == model.classes_.dtype  # a class for every sample, never the marker
+    assert model.transduction_.tolist() == classes[reference.transduction_].tolist()
+    assert model.get_params()["unlabeled"] is unlabeled
+
+
+@ALL
+@pytest.mark.parametrize("unlabeled, labels", [(1.5, "integers"), (True, "integers"), (2**63, "integers"),
+                                               ("", "integers"), ("", "names with NaN")])
+def test_a_wrong_marker_is_fastprops_error(name, unlabeled, labels, toy):
+    X, _, graph, y = toy
+    if labels == "names with NaN":  # a NaN of a pandas column of names left as it is: a label of another kind
+        y = np.where(y < 0, float("nan"), NAMES[np.maximum(y, 0)].astype(object))
+    with pytest.raises(ValueError) as fastprops:
+        FastProp(unlabeled=unlabeled).fit(X, y, graph=graph)
+    with pytest.raises(ValueError) as raised:
+        FACTORIES[name](unlabeled=unlabeled).fit(X, y, graph=graph)
+    assert str(raised.value) == str(fastprops.value)
+    assert "unlabeled" in str(raised.value)
+
+
+@pytest.fixture(scope="module")
+def absent_marker(toy):
+    """Names with "" unlabeled, fitted with unlabeled="unknown": FastProp's warning that "" is then a class."""
+    X, _, graph, y = toy
+    labels, _, _ = marked(y, 'names, "" unlabeled')
+    with pytest.warns(UserWarning, match="no sample marked unlabeled='unknown'") as caught:
+        FastProp(unlabeled="unknown", random_state=0).fit(X, labels, graph=graph)
+    return labels, [str(w.message) for w in caught if "no sample marked" in str(w.message)]
+
+
+@ALL
+def test_a_marker_absent_from_y_warns_as_fastprop_does(name, toy, absent_marker):
+    X, _, graph, _ = toy
+    labels, fastprops = absent_marker
+    with pytest.warns(UserWarning, match="every sample is a seed") as caught:
+        model = FACTORIES[name](unlabeled="unknown").fit(X, labels, graph=graph)
+    about_the_marker = [w for w in caught if "no sample marked" in str(w.message)]
+    assert [str(w.message) for w in about_the_marker] == fastprops
+    assert [w.filename for w in about_the_marker] == [__file__]  # the user's line
+    assert model.classes_.tolist() == ["", *NAMES]
+    assert_array_equal(model.transduction_, labels)
+
+
+def test_the_marker_is_a_parameter_as_fastprops():
+    assert repr(SGC(unlabeled="")) == "SGC(unlabeled='')"
+    assert repr(SGC(unlabeled=-1)) == "SGC()"
+    model = GCN(unlabeled=None, random_state=0)
+    assert model.get_params()["unlabeled"] is None
+    assert model.set_params(unlabeled="?").unlabeled == "?"

@@ -1,7 +1,8 @@
 """Baselines that share FastProp's interface: transductive classifiers on a kNN graph.
 
-Each estimator's ``fit(X, y, graph=None)`` takes integer labels with ``-1`` for
-unlabeled samples and an optional precomputed affinity graph (else it builds
+Each estimator's ``fit(X, y, graph=None)`` takes labels as FastProp does
+(integers or class names, the ``unlabeled`` parameter, default ``-1``, marking
+an unlabeled sample) and an optional precomputed affinity graph (else it builds
 ``build_knn_graph(X, n_neighbors)``), and sets ``classes_``,
 ``label_distributions_``, ``confidence_`` and ``transduction_``.
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from .._concurrency import serialised
 from .._estimator_protocol import TransductiveEstimator, rebuilt_with_twin, with_scikit_learn_twin
-from .._labels import check_labels
+from .._labels import UNLABELED, check_labels, check_unlabeled
 from .._validation import (check_features, check_graph, check_integer, check_random_state, check_real,
                            check_symmetric_graph)
 from ..graph import fit_graph
@@ -85,8 +85,8 @@ class Problem(NamedTuple):
         ``X`` as returned by ``check_features`` (possibly ``X`` itself: never write to it).
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
         Affinities without self loops.
-    classes : ndarray of shape (n_classes,), int64
-        Sorted distinct seed labels.
+    classes : ndarray of shape (n_classes,)
+        Sorted distinct seed labels (int64, or the class names' dtype), the marker excluded.
     seeds : ndarray of shape (n_seeds,), int64
         Indices of the labeled samples.
     targets : ndarray of shape (n_samples, n_classes), float64
@@ -100,8 +100,12 @@ class Problem(NamedTuple):
     targets: np.ndarray
 
 
-def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=None, method="this method"):
+def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=None, method="this method",
+                unlabeled=UNLABELED):
     """Validate ``X``, ``y`` and ``graph``; build the cosine kNN graph if ``graph`` is None.
+
+    ``y`` is encoded as FastProp encodes it (:func:`fastprop._labels.check_labels`):
+    integers or class names, ``unlabeled`` marking an unlabeled sample.
 
     All-zero rows of ``X`` are rejected only when the graph has to be built
     from cosine similarities; it is built as FastProp builds its own, with
@@ -118,7 +122,7 @@ def prepare_fit(X, y, graph, n_neighbors, reads_features=True, symmetric_for=Non
     features = check_features(X, cosine=graph is None, rescale_rows=not reads_features,
                               computing_method=method if reads_features else None)
     n_samples = features.shape[0]
-    classes, encoded = check_labels(y, n_samples, stacklevel=4)  # the user's line: past fit and its wrapper
+    classes, encoded = check_labels(y, n_samples, unlabeled, stacklevel=4)  # the user's line: past fit and its wrapper
     if graph is None:
         graph = fit_graph(features, n_neighbors)
     graph = check_graph(graph, n_samples)
@@ -273,7 +277,9 @@ class GraphBaseline(TransductiveEstimator):
     writes to ``self``); ``_scores(problem, **params)`` returns class scores of
     shape (n_samples, n_classes), which :func:`to_distributions` clips at 0 and
     normalises, and may set ``n_iter_``. A method that reads the graph alone
-    sets ``_reads_features = False`` (see :func:`prepare_fit`).
+    sets ``_reads_features = False`` (see :func:`prepare_fit`). Every subclass
+    takes FastProp's ``unlabeled`` (default -1), which ``fit`` validates and
+    reads here: the subclasses see class indices only.
     """
 
     _reads_features = True
@@ -288,8 +294,9 @@ class GraphBaseline(TransductiveEstimator):
         ----------
         X : array_like of shape (n_samples, n_features)
             Embeddings. Graph-only methods use them only to build the graph.
-        y : array_like of shape (n_samples,), int
-            Class labels, ``-1`` for unlabeled samples. Labels need not be contiguous.
+        y : array_like of shape (n_samples,)
+            Class labels (integers, which need not be contiguous, or names),
+            ``unlabeled`` (default -1) for unlabeled samples.
         graph : sparse matrix of shape (n_samples, n_samples), optional
             Precomputed symmetric non-negative affinities; by default
             ``build_knn_graph(X, min(n_neighbors, n_samples - 1))``, as FastProp builds its own.
@@ -299,10 +306,11 @@ class GraphBaseline(TransductiveEstimator):
         self
         """
         params = self._check_params()
+        unlabeled = check_unlabeled(self.unlabeled)
         needs = self._needs_symmetric_weights
         problem = prepare_fit(X, y, graph, self.n_neighbors, reads_features=self._reads_features,
                               symmetric_for=None if needs is None else (type(self).__name__, needs),
-                              method=type(self).__name__)
+                              method=type(self).__name__, unlabeled=unlabeled)
         scores = self._scores(problem, **params)
         if not np.isfinite(scores).all():
             raise ValueError(_diverged(type(self).__name__, params))

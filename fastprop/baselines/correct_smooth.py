@@ -81,6 +81,13 @@ class CorrectAndSmooth(GraphBaseline):
         Rescale the spread error per row (see above) instead of by ``scale``.
     scale : float, default=1.0
         Factor of the spread error when ``autoscale=False``, ``>= 0``.
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -128,6 +135,7 @@ class CorrectAndSmooth(GraphBaseline):
         n_propagation=50,
         autoscale=True,
         scale=1.0,
+        unlabeled=-1,
     ):
         self.n_neighbors = n_neighbors
         self.base = base
@@ -139,6 +147,7 @@ class CorrectAndSmooth(GraphBaseline):
         self.n_propagation = n_propagation
         self.autoscale = autoscale
         self.scale = scale
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         return {

@@ -172,6 +172,13 @@ class FastGCN(GraphBaseline):
     random_state : int, numpy.random.Generator or None, default=None
         Seeds the Glorot initialisation, the batches, the vertex samples and the
         dropout masks; a fixed value gives identical results (for a given graph).
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -227,6 +234,7 @@ class FastGCN(GraphBaseline):
         learning_rate=0.01,
         max_epochs=200,
         random_state=None,
+        unlabeled=-1,
     ):
         self.n_neighbors = n_neighbors
         self.hidden = hidden
@@ -237,6 +245,7 @@ class FastGCN(GraphBaseline):
         self.learning_rate = learning_rate
         self.max_epochs = max_epochs
         self.random_state = random_state
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         return {

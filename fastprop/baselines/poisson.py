@@ -302,6 +302,13 @@ class PoissonLearning(GraphBaseline):
     class_prior : array-like of shape (n_classes,) or None, default=None
         Class proportions ``b``, positive, in the sorted order of the labels
         (``classes_``); normalised to sum to 1. None: the seeds' proportions.
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -354,12 +361,22 @@ class PoissonLearning(GraphBaseline):
     _reads_features = False  # the graph alone
     _needs_symmetric_weights = "the Poisson equation's zero-sum sources balance only on a symmetric Laplacian"
 
-    def __init__(self, n_neighbors=30, *, max_iter=1000, tol="mixing", volume_constraint=False, class_prior=None):
+    def __init__(
+        self,
+        n_neighbors=30,
+        *,
+        max_iter=1000,
+        tol="mixing",
+        volume_constraint=False,
+        class_prior=None,
+        unlabeled=-1,
+    ):
         self.n_neighbors = n_neighbors
         self.max_iter = max_iter
         self.tol = tol
         self.volume_constraint = volume_constraint
         self.class_prior = class_prior
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         return {

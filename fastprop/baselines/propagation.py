@@ -110,6 +110,13 @@ class LabelPropagation(GraphBaseline):
     tol : float, default=1e-6
         Stop when each class's residual norm is at most ``tol`` times that of
         its right-hand side ``W_ul Y_l``; ``>= 0``.
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -153,10 +160,11 @@ class LabelPropagation(GraphBaseline):
     _reads_features = False  # the graph alone
     _needs_symmetric_weights = "conjugate gradients solve a symmetric system"
 
-    def __init__(self, n_neighbors=30, *, max_iter=1000, tol=1e-6):
+    def __init__(self, n_neighbors=30, *, max_iter=1000, tol=1e-6, unlabeled=-1):
         self.n_neighbors = n_neighbors
         self.max_iter = max_iter
         self.tol = tol
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         return _check_iteration(self.max_iter, self.tol)
@@ -190,6 +198,13 @@ class LabelSpreading(GraphBaseline):
         relative to its own L1 norm; ``>= 0``. (A relative test: far from the
         seeds ``F`` is tiny, and an absolute one would stop before the labels
         reach it.)
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -211,11 +226,12 @@ class LabelSpreading(GraphBaseline):
 
     _reads_features = False  # the graph alone
 
-    def __init__(self, n_neighbors=30, *, alpha=0.9, max_iter=1000, tol=1e-6):
+    def __init__(self, n_neighbors=30, *, alpha=0.9, max_iter=1000, tol=1e-6, unlabeled=-1):
         self.n_neighbors = n_neighbors
         self.alpha = alpha
         self.max_iter = max_iter
         self.tol = tol
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         alpha = check_real("alpha", self.alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)

@@ -39,6 +39,13 @@ class SGC(GraphBaseline):
         Ridge penalty of the logistic regression, ``>= 0``.
     max_iter : int, default=300
         L-BFGS iterations, in [1, 100_000].
+    unlabeled : int, str or None, default=-1
+        The label of an unlabeled sample in ``y``, as FastProp's ``unlabeled``:
+        labels may be integers or class names (strings); with names, pass e.g.
+        ``unlabeled=""`` or ``None`` (None marks missing labels: None, NaN or
+        pandas' ``NA``). With the default -1, the string ``"-1"`` marks an
+        unlabeled sample too. ``classes_`` leaves it out; every sample gets a
+        class, so the marker never appears in ``transduction_``.
 
     Attributes
     ----------
@@ -73,11 +80,12 @@ class SGC(GraphBaseline):
     1.0
     """
 
-    def __init__(self, n_neighbors=30, *, depth=2, l2=1e-4, max_iter=300):
+    def __init__(self, n_neighbors=30, *, depth=2, l2=1e-4, max_iter=300, unlabeled=-1):
         self.n_neighbors = n_neighbors
         self.depth = depth
         self.l2 = l2
         self.max_iter = max_iter
+        self.unlabeled = unlabeled
 
     def _check_params(self):
         depth = check_depth("depth", self.depth)
