@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -127,3 +129,27 @@ def test_check_graph_reuses_a_canonical_graph_and_never_modifies_input():
     assert cleaned is not with_loop and cleaned[0, 0] == 0 and with_loop[0, 0] == 2.0
     with pytest.raises(ValueError, match="must hold real weights"):
         check_graph(sp.csr_matrix(np.array([[0, 1j], [1j, 0]])))
+
+
+@pytest.mark.parametrize("index", [-1e30, -2.0**64, "just below -2**63"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_knn_indices_below_int64_are_refused_not_read_as_no_neighbour(index, dtype):
+    """-1e30 leaked NumPy's "invalid value encountered in cast" and became int64's minimum: "no neighbour"."""
+    from fastprop._validation import check_knn_lists
+
+    if index == "just below -2**63":
+        index = np.nextafter(dtype(-2.0**63), dtype(-np.inf))
+    indices = np.array([[1.0], [index]], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"indices must be at least -2\*\*63 .*got -\d"):
+            check_knn_lists(indices, np.full((2, 1), 0.5))
+
+
+def test_float_knn_indices_at_int64s_minimum_still_mean_no_neighbour():
+    from fastprop._validation import check_knn_lists
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        indices, _, _ = check_knn_lists(np.array([[1.0], [-2.0**63]]), np.full((2, 1), 0.5))
+    assert indices.tolist() == [[1], [np.iinfo(np.int64).min]]

@@ -311,6 +311,12 @@ def check_knn_lists(indices, similarities, n_samples=None):
                 f"indices must hold integer row numbers, got {indices.dtype} with {bad.item()!r}; "
                 "pass the integer lists of knn_search."
             )
+        # Checked in float, before the cast: below int64 a value would become its minimum, read as "no neighbour"
+        if indices.size and indices.min() < -(2.0**63):
+            raise ValueError(
+                f"indices must be at least -2**63 (int64's smallest; a negative index marks no neighbour, "
+                f"e.g. -1), got {indices.min().item()!r}."
+            )
     elif not np.issubdtype(indices.dtype, np.integer):
         raise ValueError(f"indices must hold integer row numbers, got dtype {indices.dtype}.")
     if indices.size and indices.max() >= n_rows:
