@@ -153,3 +153,64 @@ def test_float_knn_indices_at_int64s_minimum_still_mean_no_neighbour():
         warnings.simplefilter("error")
         indices, _, _ = check_knn_lists(np.array([[1.0], [-2.0**63]]), np.full((2, 1), 0.5))
     assert indices.tolist() == [[1], [np.iinfo(np.int64).min]]
+
+
+TEXT_FEATURES = {
+    "str": np.array([["a", "b"], ["c", "d"]]),
+    "bytes": np.array([[b"a", b"b"], [b"c", b"d"]]),
+    "object": np.array([["a", "b"], ["c", "d"]], dtype=object),
+}
+
+
+@pytest.mark.parametrize("kind", TEXT_FEATURES)
+def test_text_features_are_one_error_whatever_their_dtype(kind):
+    """A str or bytes array raised a plain ValueError where an object array of strings raised
+    NonNumericInputError: a user catching TypeError (as NumPy's conversion raises) missed it."""
+    from fastprop._validation import NonNumericInputError
+
+    with pytest.raises(NonNumericInputError, match=r"^X holds entries that are not numbers.*'a'.*Pass a numeric array "
+                                                   r"such as float32 embeddings") as error:
+        check_features(TEXT_FEATURES[kind])
+    assert isinstance(error.value, TypeError) and isinstance(error.value, ValueError)
+
+
+def test_text_is_non_numeric_input_wherever_numbers_are_checked():
+    from fastprop._validation import (NonNumericInputError, as_integer_labels, check_confidence,
+                                      check_distributions, check_knn_lists, check_sample_weight)
+    from fastprop._validation.graphs import check_graph_arrays
+    from fastprop.evaluation.protocol import calibration_error
+
+    text = np.array(["a", "b"])
+    refusals = [
+        (lambda: check_confidence(text), "confidence must hold real numbers, got dtype <U1"),
+        (lambda: calibration_error(["0.5", "1"], [True, True]), "confidence must hold real numbers"),
+        (lambda: check_sample_weight(text, 2), "sample_weight must hold real numbers"),
+        (lambda: check_distributions(text[:, None], 2), "label_distributions must hold real numbers"),
+        (lambda: as_integer_labels(text, "truth"), "truth must hold integer labels"),
+        (lambda: check_graph(np.array([["a", "b"], ["c", "d"]])), "2-D numeric array of edge weights"),
+        (lambda: check_graph_arrays((2, 2), [0, 1, 2], [1, 0], text, name="g.npz"), "g.npz must hold real weights"),
+        (lambda: check_graph_arrays((2, 2), [0, 1, 2], text, [1.0, 1.0], name="g.npz"),
+         "g.npz: array 'indices' must be a 1-D integer array"),
+        (lambda: check_knn_lists(text[:, None], np.ones((2, 1))), "indices must hold integer row numbers"),
+        (lambda: check_knn_lists(np.array([[1], [0]]), text[:, None]), "similarities must hold real numbers"),
+    ]
+    for refuse, message in refusals:
+        with pytest.raises(NonNumericInputError, match=message):
+            refuse()
+    # numbers of the wrong kind stay a plain ValueError, as scikit-learn's
+    for refuse in (lambda: check_features(np.array([[1j, 1]])), lambda: check_confidence(np.array([1j]))):
+        with pytest.raises(ValueError) as error:
+            refuse()
+        assert not isinstance(error.value, NonNumericInputError)
+
+
+def test_cli_shows_text_features_as_not_numbers(tmp_path, capsys):
+    from fastprop.cli import main
+
+    np.save(tmp_path / "X.npy", TEXT_FEATURES["str"])
+    assert main(["graph", "--features", str(tmp_path / "X.npy"), "--out", str(tmp_path / "g.npz"),
+                 "--neighbors", "1"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"fastprop: error: --features {tmp_path / 'X.npy'}: X holds entries that are not numbers: "
+                            "text of dtype <U1 (e.g. 'a')") and error.count("\n") == 1
+    assert not (tmp_path / "g.npz").exists()

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from ._common import _INT64_MAX, _shown
+from ._common import _INT64_MAX, _refusal, _shown
 from .scalars import fits_int64
 
 
@@ -41,7 +41,7 @@ def as_integer_labels(labels, name):
                 "are int64. Encode the classes as small integers, e.g. with numpy.unique(..., return_inverse=True)."
             )
         return labels.astype(np.int64)
-    raise ValueError(
+    raise (ValueError if labels.dtype == object else _refusal(labels.dtype))(
         f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}"
         f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "
         "Encode class names as integers first, e.g. with numpy.unique(..., return_inverse=True)."
@@ -55,7 +55,7 @@ def check_sample_weight(sample_weight, n_samples):
     weights = np.asarray(sample_weight)
     if weights.dtype == object or not (np.issubdtype(weights.dtype, np.number) or weights.dtype == np.bool_) \
             or np.iscomplexobj(weights):
-        raise ValueError(f"sample_weight must hold real numbers, got dtype {weights.dtype}.")
+        raise _refusal(weights.dtype)(f"sample_weight must hold real numbers, got dtype {weights.dtype}.")
     if weights.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},), one weight per point, got {weights.shape}.")
     weights = weights.astype(np.float64)
@@ -80,7 +80,7 @@ def check_distributions(distributions, n_samples, *, name="label_distributions")
             f"shape {array.shape}."
         )
     if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
-        raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}.")
+        raise _refusal(array.dtype)(f"{name} must hold real numbers, got dtype {array.dtype}.")
     array = array.astype(np.float64)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} has NaN or infinite values; all must be finite.")
@@ -106,7 +106,7 @@ def check_confidence(confidence):
     if scores.ndim != 1:
         raise ValueError(f"confidence must be 1-D (n_samples,), got shape {scores.shape}.")
     if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
-        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
+        raise _refusal(scores.dtype)(f"confidence must hold real numbers, got dtype {scores.dtype}.")
     scores = scores.astype(np.float64)
     if not np.isfinite(scores).all():
         bad = np.flatnonzero(~np.isfinite(scores))
