@@ -214,3 +214,20 @@ def test_cli_shows_text_features_as_not_numbers(tmp_path, capsys):
     assert error.startswith(f"fastprop: error: --features {tmp_path / 'X.npy'}: X holds entries that are not numbers: "
                             "text of dtype <U1 (e.g. 'a')") and error.count("\n") == 1
     assert not (tmp_path / "g.npz").exists()
+
+
+def test_indices_and_data_of_different_lengths_are_named_first():
+    """The message began with how indptr ends, though its end was not what was wrong."""
+    from fastprop._validation.graphs import check_graph_arrays
+
+    with pytest.raises(ValueError, match=r"^g.npz: arrays 'indices' \(2 entries\) and 'data' \(1\) differ in length; "
+                                         r"they must have one weight per index"):
+        check_graph_arrays((2, 2), np.array([0, 1, 2]), np.array([1, 0]), np.array([1.0]), name="g.npz")
+    graph = sp.csr_matrix(np.array([[0, 1.0], [1.0, 0]]))
+    graph.data = graph.data[:1]
+    with pytest.raises(ValueError, match=r"^graph.indices \(2 entries\) and graph.data \(1\) differ in length"):
+        check_graph(graph)
+    # indptr past equal-length arrays keeps its message
+    with pytest.raises(ValueError, match=r"^g.npz: array 'indptr' ends at 3 stored entries, but indices has 2 and "
+                                         r"data 2"):
+        check_graph_arrays((2, 2), np.array([0, 1, 3]), np.array([1, 0]), np.array([1.0, 1.0]), name="g.npz")

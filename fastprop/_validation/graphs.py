@@ -184,7 +184,16 @@ def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=Fa
             f"{label['indptr']} decreases from {indptr[at].item()!r} to {indptr[at + 1].item()!r} at "
             f"{major} {at}; it must never decrease (it is not a valid CSR matrix)."
         )
-    if indices.size != n_data or indptr[-1] > indices.size:
+    if indices.size != n_data:
+        blocks = " blocks" if major == "block row" else ""
+        pair = (f"{name}: arrays 'indices' ({indices.size} entries) and 'data' ({n_data}{blocks})" if file else
+                f"{name}.indices ({indices.size} entries) and {name}.data ({n_data}{blocks})")
+        raise ValueError(
+            f"{pair} differ in length; they must have one weight per index (len(indices) == len(data)), and "
+            f"indptr, which ends at {indptr[-1].item()!r}, must end at most at that length. The matrix is corrupt; "
+            "rebuild it with scipy.sparse (or fastprop.build_knn_graph)."
+        )
+    if indptr[-1] > indices.size:
         raise ValueError(
             f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
             f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
