@@ -231,3 +231,13 @@ def test_indices_and_data_of_different_lengths_are_named_first():
     with pytest.raises(ValueError, match=r"^g.npz: array 'indptr' ends at 3 stored entries, but indices has 2 and "
                                          r"data 2"):
         check_graph_arrays((2, 2), np.array([0, 1, 3]), np.array([1, 0]), np.array([1.0, 1.0]), name="g.npz")
+
+
+def test_check_scores_ranking_only_refuses_a_predicted():
+    """Its docstring said predicted "must be None" with ranking_only, but a predicted was checked and returned."""
+    from fastprop._validation import check_scores
+
+    with pytest.raises(ValueError, match=r"predicted must be None with ranking_only=True .*got a list"):
+        check_scores([0.1, 0.2], [0, 1], [1, 1], ranking_only=True)
+    scores, predicted, truth = check_scores([0.1, 0.2], None, [1, -1], ranking_only=True)
+    assert predicted is None and scores.tolist() == [0.1, 0.2] and truth.tolist() == [1, -1]

@@ -121,9 +121,15 @@ def check_scores(confidence, predicted, truth, *, ranking_only=False):
     """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
 
     Used by the outlier-threshold rules and the benchmark protocol. With
-    ``ranking_only`` (an AUROC) ``predicted`` is not needed and must be None.
+    ``ranking_only`` (an AUROC) ``predicted`` is not needed and must be None
+    (else a ValueError).
     Returns float64 ``confidence`` and int64 ``predicted`` (or None) and ``truth``.
     """
+    if ranking_only and predicted is not None:
+        raise ValueError(
+            f"predicted must be None with ranking_only=True (a ranking reads only confidence and truth), got "
+            f"a {type(predicted).__name__}; pass predicted=None, or ranking_only=False to check it."
+        )
     required = (("confidence", confidence), ("truth", truth)) + (() if ranking_only else (("predicted", predicted),))
     for name, value in required:
         if value is None:
