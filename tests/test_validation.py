@@ -241,3 +241,35 @@ def test_check_scores_ranking_only_refuses_a_predicted():
         check_scores([0.1, 0.2], [0, 1], [1, 1], ranking_only=True)
     scores, predicted, truth = check_scores([0.1, 0.2], None, [1, -1], ranking_only=True)
     assert predicted is None and scores.tolist() == [0.1, 0.2] and truth.tolist() == [1, -1]
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, -1.0], [1, 2.0, np.float32(-1)], [np.int64(1), np.float64(2), -1]])
+def test_object_arrays_of_whole_numbers_are_labels_as_float_arrays_are(values):
+    """np.array([1.0, 2.0], dtype=object) was refused while np.array([1.0, 2.0]) was read as [1, 2]."""
+    from fastprop._validation import as_integer_labels, check_scores
+
+    labels = as_integer_labels(np.array(values, dtype=object), "truth")
+    assert labels.dtype == np.int64 and labels.tolist() == [1, 2, -1]
+    assert check_scores([0.1, 0.2, 0.3], np.array(values, dtype=object), np.array(values, dtype=object))[2].tolist() \
+        == [1, 2, -1]
+
+
+@pytest.mark.parametrize("value, error, message", [
+    (1.5, ValueError, r"y must hold integer labels \(-1 = unlabeled\), got dtype object with non-integral values "
+                      r"\(e.g. 1.5\)"),
+    (float("nan"), ValueError, r"got dtype object with non-integral values \(e.g. nan\)"),
+    (np.float32(np.inf), ValueError, r"got dtype object with non-integral values \(e.g. inf\)"),
+    (True, ValueError, r"got dtype object \(e.g. True\)"),
+    ("a", "NonNumericInputError", r"got dtype object \(e.g. 'a'\)\. Encode class names as integers first"),
+    (None, "NonNumericInputError", r"got dtype object \(e.g. None\)"),
+    (2.0**63, ValueError, r"y has label 9.223372036854776e\+18, outside int64"),
+    (-1e30, ValueError, r"y has label -1e\+30, outside int64"),
+    (2**63, ValueError, r"y has label 9223372036854775808, outside int64"),
+])
+def test_object_labels_are_checked_as_float_and_integer_arrays_are(value, error, message):
+    from fastprop._validation import NonNumericInputError, as_integer_labels
+
+    error = NonNumericInputError if error == "NonNumericInputError" else error
+    with pytest.raises(error, match=message):
+        as_integer_labels(np.array([1.0, value], dtype=object), "y")
+    assert as_integer_labels(np.array([1.0, -2.0**63], dtype=object), "y").tolist() == [1, -2**63]
