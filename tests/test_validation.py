@@ -273,3 +273,69 @@ def test_object_labels_are_checked_as_float_and_integer_arrays_are(value, error,
     with pytest.raises(error, match=message):
         as_integer_labels(np.array([1.0, value], dtype=object), "y")
     assert as_integer_labels(np.array([1.0, -2.0**63], dtype=object), "y").tolist() == [1, -2**63]
+
+
+@pytest.fixture
+def cgroup_files(tmp_path, monkeypatch):
+    """Point the cgroup v2 and v1 limit files at ``tmp_path`` (absent until written) on a 16 GiB machine."""
+    import fastprop._validation.memory as memory
+
+    paths = {"v2": tmp_path / "memory.max", "v1": tmp_path / "memory.limit_in_bytes"}
+    monkeypatch.setattr(memory, "_CGROUP_V2_MEMORY_MAX", str(paths["v2"]), raising=False)
+    monkeypatch.setattr(memory, "_CGROUP_V1_MEMORY_LIMIT", str(paths["v1"]), raising=False)
+    monkeypatch.setattr(memory, "physical_memory", lambda: 16 * 2**30)
+    return paths
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+@pytest.mark.parametrize("text, limit", [
+    ("4294967296\n", 4 * 2**30),
+    ("max\n", None),  # cgroup v2's "no limit"
+    ("9223372036854771712\n", None),  # cgroup v1's "no limit": above the physical memory
+    (str(32 * 2**30), None),  # a limit above the physical memory does not bind
+    ("garbage\n", None),
+    ("", None),
+    ("0\n", None),
+    ("-5\n", None),
+    pytest.param("1" * 1000, None, id="1000 digits"),
+    (None, None),  # no such file
+])
+def test_memory_limit_is_a_containers_below_the_physical_memory(cgroup_files, version, text, limit):
+    """The limit was the physical memory only: a request above a container's limit ended in the OOM killer."""
+    from fastprop._validation import check_memory
+    from fastprop._validation.memory import memory_limit
+
+    if text is not None:
+        cgroup_files[version].write_text(text)
+    expected = (limit, True) if limit is not None else (16 * 2**30, False)
+    assert memory_limit() == expected
+    check_memory(expected[0], "a request", "make it smaller.")
+    request, where = (8, "this container's memory limit of 4.0 GiB") if limit else (32, "this machine's 16.0 GiB")
+    with pytest.raises(ValueError, match=rf"^a request needs about {request}.0 GiB of memory, more than {where}; "
+                                         r"make it smaller\.$"):
+        check_memory(request * 2**30, "a request", "make it smaller.")
+
+
+def test_memory_limit_takes_the_smaller_container_limit_and_never_raises(cgroup_files, monkeypatch):
+    import fastprop._validation.memory as memory
+
+    cgroup_files["v2"].write_text("max\n")
+    cgroup_files["v1"].write_text(f"{2 * 2**30}\n")
+    assert memory.memory_limit() == (2 * 2**30, True)
+    cgroup_files["v2"].write_text(f"{2**30}\n")
+    assert memory.memory_limit() == (2**30, True)  # read at every call
+    for unreadable in (str(cgroup_files["v1"].parent), "/nonexistent/memory.max", "bad\0name"):
+        monkeypatch.setattr(memory, "_CGROUP_V2_MEMORY_MAX", unreadable)
+        monkeypatch.setattr(memory, "_CGROUP_V1_MEMORY_LIMIT", unreadable)
+        assert memory.container_memory_limit() is None and memory.memory_limit() == (16 * 2**30, False)
+    monkeypatch.setattr(memory, "physical_memory", lambda: None)  # unknown (e.g. Windows): no check
+    assert memory.memory_limit() is None
+    memory.check_memory(2**70, "a request", "make it smaller.")
+
+
+def test_an_estimator_names_the_container_limit_it_would_exceed(cgroup_files):
+    cgroup_files["v2"].write_text("100000\n")
+    X = np.random.default_rng(0).normal(size=(200, 8))
+    with pytest.raises(ValueError, match=r"a kNN graph with n_neighbors=150 on 200 samples needs about .* more than "
+                                         r"this container's memory limit of 0.0 GiB"):
+        knn_search(X, 150)
