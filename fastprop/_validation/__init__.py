@@ -12,7 +12,7 @@ how to fix it. The checks live in parts with one job each, re-exported here:
   :func:`check_random_state`, ...).
 - :mod:`~fastprop._validation.labels`: per-sample arrays: labels, weights, class distributions and
   confidences (:func:`as_integer_labels`, :func:`check_scores`, ...).
-- :mod:`~fastprop._validation.memory`: requests for more memory than the machine has
+- :mod:`~fastprop._validation.memory`: requests for more memory than the machine, or its container, has
   (:func:`check_memory`).
 """
 

@@ -9,7 +9,7 @@ C-contiguous float32.
 import numpy as np
 import scipy.sparse as sp
 
-from ._common import _MAX_SHOWN, _shown
+from ._common import _MAX_SHOWN, NonNumericInputError, _refusal, _shown
 
 #: Rows checked at a time, so that checking a million embeddings never
 #: allocates an (n_samples, n_features) temporary.
@@ -20,11 +20,6 @@ _SAFE_EXPONENT = 40
 #: ``check_features`` without ``rescale_rows`` refuses a row whose largest magnitude is below this:
 #: float32's smallest normal number divided by 2**11, where its subnormals keep fewer than 12 bits.
 _SMALLEST_FLOAT32_ROW = float(np.finfo(np.float32).tiny) * 2.0**-11
-
-
-class NonNumericInputError(ValueError, TypeError):
-    """An array that should hold numbers holds something else (a ValueError, and a TypeError
-    as NumPy's own conversion raises)."""
 
 
 def check_features(X, *, name="X", cosine=True, rescale_rows=False, computing_method=None):
@@ -85,10 +80,18 @@ def check_features(X, *, name="X", cosine=True, rescale_rows=False, computing_me
                 f"{name} holds integers too large for float64 (beyond ~1.8e308). Scale {name} down, or "
                 "pass it as floats."
             ) from None
+    if array.dtype.kind in "US":  # as an object array of text above: the same error and the same start
+        first = repr(array.flat[0].item()) if array.size else ""
+        example = f" (e.g. {first if len(first) <= 40 else first[:30] + '...'})" if array.size else ""
+        raise NonNumericInputError(
+            f"{name} holds entries that are not numbers: text of dtype {array.dtype}{example}, where it must hold "
+            f"real numbers. Pass a numeric array such as float32 embeddings (text that spells numbers converts "
+            f"with {name}.astype(numpy.float32))."
+        )
     if np.issubdtype(array.dtype, np.complexfloating):
         raise ValueError(f"Complex data not supported: {name} has dtype {array.dtype}; pass real numbers.")
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise ValueError(
+        raise _refusal(array.dtype)(
             f"{name} must hold real numbers, got dtype {array.dtype}. "
             "Pass a numeric array such as float32 embeddings."
         )

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels.csr import has_symmetric_weights
+from ._common import _refusal
 from .scalars import check_integer
 
 #: Mirrored weights this close (relative to the larger) are equal for :func:`check_symmetric_graph`: float32
@@ -46,7 +47,7 @@ def check_graph(graph, n_samples=None, *, name="graph"):
     if not sp.issparse(graph):
         dense = np.asarray(graph)
         if dense.ndim != 2 or not np.issubdtype(dense.dtype, np.number):
-            raise ValueError(
+            raise _refusal(dense.dtype)(
                 f"{name} must be a scipy.sparse matrix or a 2-D numeric array of edge weights, got "
                 f"{type(graph).__name__} with shape {getattr(dense, 'shape', None)} and dtype {dense.dtype}."
             )
@@ -129,7 +130,7 @@ def _check_graph_shape(shape, n_samples, name):
 
 def _check_weight_dtype(dtype, name):
     if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real weights, got dtype {dtype}.")
+        raise _refusal(dtype)(f"{name} must hold real weights, got dtype {dtype}.")
 
 
 def _check_storage(graph, shape, name):
@@ -167,7 +168,8 @@ def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=Fa
     label = {part: f"{name}: array {part!r}" if file else f"{name}.{part}" for part in ("indptr", "indices")}
     for part, array in (("indptr", indptr), ("indices", indices)):
         if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(f"{label[part]} must be a 1-D integer array, got {array.dtype} of shape {array.shape}.")
+            raise _refusal(array.dtype)(
+                f"{label[part]} must be a 1-D integer array, got {array.dtype} of shape {array.shape}.")
     if indptr.size != n_major + 1:
         raise ValueError(
             f"{label['indptr']} has {indptr.size} entries, but a graph of {n_major} {major}s needs "
@@ -182,7 +184,16 @@ def _check_compressed(indptr, indices, n_data, shape, name, major="row", file=Fa
             f"{label['indptr']} decreases from {indptr[at].item()!r} to {indptr[at + 1].item()!r} at "
             f"{major} {at}; it must never decrease (it is not a valid CSR matrix)."
         )
-    if indices.size != n_data or indptr[-1] > indices.size:
+    if indices.size != n_data:
+        blocks = " blocks" if major == "block row" else ""
+        pair = (f"{name}: arrays 'indices' ({indices.size} entries) and 'data' ({n_data}{blocks})" if file else
+                f"{name}.indices ({indices.size} entries) and {name}.data ({n_data}{blocks})")
+        raise ValueError(
+            f"{pair} differ in length; they must have one weight per index (len(indices) == len(data)), and "
+            f"indptr, which ends at {indptr[-1].item()!r}, must end at most at that length. The matrix is corrupt; "
+            "rebuild it with scipy.sparse (or fastprop.build_knn_graph)."
+        )
+    if indptr[-1] > indices.size:
         raise ValueError(
             f"{label['indptr']} ends at {indptr[-1].item()!r} stored entries, but indices has {indices.size} "
             f"and data {n_data}; they must agree (indptr[-1] <= len(indices) == len(data))."
@@ -311,14 +322,20 @@ def check_knn_lists(indices, similarities, n_samples=None):
                 f"indices must hold integer row numbers, got {indices.dtype} with {bad.item()!r}; "
                 "pass the integer lists of knn_search."
             )
+        # Checked in float, before the cast: below int64 a value would become its minimum, read as "no neighbour"
+        if indices.size and indices.min() < -(2.0**63):
+            raise ValueError(
+                f"indices must be at least -2**63 (int64's smallest; a negative index marks no neighbour, "
+                f"e.g. -1), got {indices.min().item()!r}."
+            )
     elif not np.issubdtype(indices.dtype, np.integer):
-        raise ValueError(f"indices must hold integer row numbers, got dtype {indices.dtype}.")
+        raise _refusal(indices.dtype)(f"indices must hold integer row numbers, got dtype {indices.dtype}.")
     if indices.size and indices.max() >= n_rows:
         raise ValueError(f"indices must be smaller than n_samples={n_rows}, got {indices.max().item()!r}.")
     if indices.dtype not in (np.int32, np.int64):
         indices = indices.astype(np.int64)
     if not (np.issubdtype(similarities.dtype, np.number) or similarities.dtype == np.bool_) or \
             np.issubdtype(similarities.dtype, np.complexfloating):
-        raise ValueError(f"similarities must hold real numbers, got dtype {similarities.dtype}.")
+        raise _refusal(similarities.dtype)(f"similarities must hold real numbers, got dtype {similarities.dtype}.")
     flat = _as_float32(np.ascontiguousarray(similarities).reshape(-1), "similarities", "value")
     return np.ascontiguousarray(indices), flat.reshape(similarities.shape), n_rows

@@ -5,22 +5,25 @@ against known truth); :mod:`fastprop._labels` builds a fit's ``y`` and
 validation set on :func:`as_integer_labels`.
 """
 
+import math
 import numbers
 
 import numpy as np
 
-from ._common import _INT64_MAX, _shown
+from ._common import _INT64_MAX, NonNumericInputError, _refusal, _shown
 from .scalars import fits_int64
 
 
 def as_integer_labels(labels, name):
     """Return ``labels`` as int64, rejecting non-integral values and values outside int64.
 
+    An object array is read as the numeric arrays are: integers (no bool) and
+    finite whole floats, e.g. ``numpy.array([1.0, 2.0], dtype=object)``.
     A uint64 label of 2**64 - 1 used to wrap around to -1 (a seed silently
     dropped), and labels >= 2**63 to -9223372036854775808.
     """
-    integral = np.issubdtype(labels.dtype, np.integer) or (labels.dtype == object and all(
-        isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) for value in labels.flat))
+    objects = labels.dtype == object
+    integral = np.issubdtype(labels.dtype, np.integer) or (objects and all(map(_is_whole, labels.flat)))
     if np.issubdtype(labels.dtype, np.floating):
         integral = np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))
     if integral:
@@ -28,8 +31,8 @@ def as_integer_labels(labels, name):
             outside = labels > _INT64_MAX
         elif labels.dtype.kind == "f":
             outside = (labels >= 2.0**63) | (labels < -(2.0**63))
-        elif labels.dtype == object:
-            outside = np.fromiter((not fits_int64(value) for value in labels.flat), dtype=bool,
+        elif objects:
+            outside = np.fromiter((not _within_int64(value) for value in labels.flat), dtype=bool,
                                   count=labels.size).reshape(labels.shape)
         else:
             outside = np.zeros(labels.shape, dtype=bool)
@@ -41,11 +44,40 @@ def as_integer_labels(labels, name):
                 "are int64. Encode the classes as small integers, e.g. with numpy.unique(..., return_inverse=True)."
             )
         return labels.astype(np.int64)
-    raise ValueError(
-        f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}"
-        f"{' with non-integral values' if np.issubdtype(labels.dtype, np.floating) else ''}. "
+    error, detail = _refusal(labels.dtype), ""
+    if np.issubdtype(labels.dtype, np.floating):
+        detail = " with non-integral values"
+    elif objects:
+        bad = next(value for value in labels.flat if not _is_whole(value))
+        bad = bad.item() if isinstance(bad, np.generic) else bad
+        fraction = isinstance(bad, (float, np.floating))  # a fraction, NaN or infinity
+        detail = f"{' with non-integral values' if fraction else ''} (e.g. {_short_repr(bad)})"
+        error = ValueError if isinstance(bad, numbers.Number) else NonNumericInputError
+    raise error(
+        f"{name} must hold integer labels (-1 = unlabeled), got dtype {labels.dtype}{detail}. "
         "Encode class names as integers first, e.g. with numpy.unique(..., return_inverse=True)."
     )
+
+
+def _is_whole(value):
+    """Whether an object array's ``value`` is an integer label: an integer (no bool) or a finite whole float."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    if isinstance(value, float):  # Python's, and numpy.float64
+        return math.isfinite(value) and value.is_integer()
+    return isinstance(value, np.floating) and bool(np.isfinite(value) and value == np.floor(value))
+
+
+def _within_int64(value):
+    """Whether an integer or whole float (:func:`_is_whole`) is an int64."""
+    return fits_int64(value) if isinstance(value, numbers.Integral) else -(2.0**63) <= value < 2.0**63
+
+
+def _short_repr(value):
+    shown = repr(value)
+    return shown if len(shown) <= 40 else f"{shown[:30]}..."
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -55,7 +87,7 @@ def check_sample_weight(sample_weight, n_samples):
     weights = np.asarray(sample_weight)
     if weights.dtype == object or not (np.issubdtype(weights.dtype, np.number) or weights.dtype == np.bool_) \
             or np.iscomplexobj(weights):
-        raise ValueError(f"sample_weight must hold real numbers, got dtype {weights.dtype}.")
+        raise _refusal(weights.dtype)(f"sample_weight must hold real numbers, got dtype {weights.dtype}.")
     if weights.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},), one weight per point, got {weights.shape}.")
     weights = weights.astype(np.float64)
@@ -80,7 +112,7 @@ def check_distributions(distributions, n_samples, *, name="label_distributions")
             f"shape {array.shape}."
         )
     if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
-        raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}.")
+        raise _refusal(array.dtype)(f"{name} must hold real numbers, got dtype {array.dtype}.")
     array = array.astype(np.float64)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} has NaN or infinite values; all must be finite.")
@@ -106,7 +138,7 @@ def check_confidence(confidence):
     if scores.ndim != 1:
         raise ValueError(f"confidence must be 1-D (n_samples,), got shape {scores.shape}.")
     if not (np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)):
-        raise ValueError(f"confidence must hold real numbers, got dtype {scores.dtype}.")
+        raise _refusal(scores.dtype)(f"confidence must hold real numbers, got dtype {scores.dtype}.")
     scores = scores.astype(np.float64)
     if not np.isfinite(scores).all():
         bad = np.flatnonzero(~np.isfinite(scores))
@@ -121,9 +153,15 @@ def check_scores(confidence, predicted, truth, *, ranking_only=False):
     """Validate a ``(confidence, predicted, truth)`` triple of scores against known truth.
 
     Used by the outlier-threshold rules and the benchmark protocol. With
-    ``ranking_only`` (an AUROC) ``predicted`` is not needed and must be None.
+    ``ranking_only`` (an AUROC) ``predicted`` is not needed and must be None
+    (else a ValueError).
     Returns float64 ``confidence`` and int64 ``predicted`` (or None) and ``truth``.
     """
+    if ranking_only and predicted is not None:
+        raise ValueError(
+            f"predicted must be None with ranking_only=True (a ranking reads only confidence and truth), got "
+            f"a {type(predicted).__name__}; pass predicted=None, or ranking_only=False to check it."
+        )
     required = (("confidence", confidence), ("truth", truth)) + (() if ranking_only else (("predicted", predicted),))
     for name, value in required:
         if value is None:

@@ -28,6 +28,7 @@ from scipy.stats import rankdata
 
 from .._validation import (check_confidence, check_integer, check_pool_labels, check_random_state, check_real,
                            check_scores)
+from .._validation._common import _refusal
 from ..threshold import accuracy_with_rejection, choose_threshold
 
 __all__ = ["NoisyTask", "make_noisy_task", "evaluate", "outlier_auroc", "calibration_error"]
@@ -402,7 +403,7 @@ def _check_outputs(task, label_distributions, confidence):
             f"{expected}: one row per task sample (task.subset(X)) and one column per class."
         )
     if not np.issubdtype(distributions.dtype, np.number) or np.iscomplexobj(distributions):
-        raise ValueError(
+        raise _refusal(distributions.dtype)(
             f"label_distributions must hold real numbers, got dtype {distributions.dtype}."
         )
     distributions = distributions.astype(np.float64)
