@@ -8,6 +8,7 @@ Usage (from the repository root)::
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --own-threshold --name levers_rule
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --no-validation --all-classes --noise 0 --name levers_auto_whole
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --fit-seed-offset 1000 --name levers_draw_1000
+    OPENBLAS_NUM_THREADS=1 python bench/levers.py --sgc --variants 'default={}' 'no self-training={"pseudo_labels": 0}'
     python bench/heldout_data.py --out /tmp/heldout
     OPENBLAS_NUM_THREADS=1 python bench/levers.py --heldout /tmp/heldout --data hwu64_lsa --name levers_lsa
 
@@ -28,7 +29,12 @@ probability that a sample's most probable class is right
 (:func:`fastprop.evaluation.protocol.calibration_error`, evaluation samples),
 and the accuracy at the threshold best for the evaluation samples, known only
 in hindsight (``best threshold %``: how much of a cell the threshold's choice
-cost, and how much the ranking).
+cost, and how much the ranking). With ``--sgc`` each task is also fitted by
+the global SGC baseline on the same graph (``fastprop.baselines.SGC``,
+scored by the protocol's validation rule; with ``--no-validation`` it rejects
+nothing, having no rule of its own), timed in the same run, and every row
+gets its fit time as a multiple of SGC's (``x SGC``: the cost issue #17 asks
+to keep in proportion).
 
 Writes ``bench/results/<name>.md`` and ``.json``.
 """
@@ -47,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED_DATA_DIR, log, write_table  # noqa: E402
 
 from fastprop import FastProp, build_knn_graph  # noqa: E402
+from fastprop.baselines import SGC  # noqa: E402
 from fastprop.evaluation import benchmark as fb  # noqa: E402
 from fastprop.evaluation.protocol import calibration_error, evaluate, make_noisy_task  # noqa: E402
 from fastprop.threshold import accuracy_with_rejection  # noqa: E402
@@ -89,6 +96,9 @@ def parse_args(argv=None):
     parser.add_argument("--fit-seed-offset", type=int, default=0,
                         help="FastProp's random_state is the task seed plus this (the task and graph stay the "
                              "same): results at other offsets show how much of a difference is the fit's own draw")
+    parser.add_argument("--sgc", action="store_true",
+                        help="also fit the global SGC baseline on each task's graph: a reference row, and every "
+                             "row's fit time as a multiple of SGC's")
     parser.add_argument("--name", default="levers")
     args = parser.parse_args(argv)
     if args.all_classes and any(args.noise):
@@ -137,7 +147,26 @@ def score(task, model, own_threshold):
     return result
 
 
-def summary(label, name, noise, results):
+def sgc_reference(task, features, graph, no_validation):
+    """The global SGC baseline on the task's graph: the protocol's scores, its fit seconds."""
+    start = time.perf_counter()
+    model = SGC().fit(features, task.y, graph=graph)
+    seconds = time.perf_counter() - start
+    distributions = model.label_distributions_
+    result = evaluate(task, distributions, distributions.max(axis=1))
+    evaluation, truth = task.evaluation, np.asarray(task.truth)
+    predicted, confidence = distributions.argmax(axis=1), distributions.max(axis=1)
+    threshold = -np.inf if no_validation else result["outlier_threshold"]  # no rule of its own: it rejects nothing
+    if no_validation:
+        result["accuracy"] = float(np.mean(predicted[evaluation] == truth[evaluation]))
+    result["calibration_error"] = calibration_error(confidence[evaluation], predicted[evaluation] == truth[evaluation])
+    in_class = evaluation[truth[evaluation] >= 0]
+    result["rejected_in_class"] = float(np.mean(confidence[in_class] < threshold))
+    result.update(seconds=seconds, n_provisional=0)
+    return result
+
+
+def summary(label, name, noise, results, reference_seconds=None):
     row = {"variant": label, "data": name, "noise": noise}
     for key in ("accuracy", "best_threshold_accuracy", "in_class_accuracy", "outlier_auroc", "rejected_in_class",
                 "calibration_error", "seconds"):
@@ -146,6 +175,8 @@ def summary(label, name, noise, results):
         undefined = key == "outlier_auroc" and not noise  # no outliers to rank
         row[key] = "—" if undefined else f"{scale * values.mean():.2f} ± {scale * values.std(ddof=1):.2f}"
     row["provisional"] = f"{np.mean([r['n_provisional'] for r in results]):.0f}"
+    if reference_seconds is not None:  # the ratio of the means, both measured in this run
+        row["versus_sgc"] = f"{np.mean([r['seconds'] for r in results]) / np.mean(reference_seconds):.1f}"
     row["accuracy_runs"] = [r["accuracy"] for r in results]  # per seed, for paired differences
     row["best_threshold_runs"] = [r["best_threshold_accuracy"] for r in results]  # what each seed's threshold cost
     return row
@@ -165,6 +196,7 @@ def main(argv=None):
         n_classes = n_classes if args.classes is None else args.classes
         for noise in args.noise:
             results = {label: [] for label, _ in chosen}
+            reference = []
             for seed in range(args.seeds):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # MNIST's 50% reaches 48.9%: table1 reports it
@@ -181,15 +213,20 @@ def main(argv=None):
                     result = score(task, model, args.no_validation or args.own_threshold)
                     result.update(seconds=seconds, n_provisional=model.n_provisional_classes_)
                     results[label].append(result)
-            for label, _ in chosen:
-                rows.append(summary(label, name, noise, results[label]))
+                if args.sgc:
+                    reference.append(sgc_reference(task, features, graph, args.no_validation))
+            reference_seconds = [r["seconds"] for r in reference] if args.sgc else None
+            labelled = [(label, results[label]) for label, _ in chosen] + ([("SGC (reference)", reference)]
+                                                                           if args.sgc else [])
+            for label, runs in labelled:
+                rows.append(summary(label, name, noise, runs, reference_seconds))
                 log(" | ".join(str(v) for v in rows[-1].values()))
     columns = [("data", "data", None), ("noise", "outliers", "g"), ("variant", "variant", None),
                ("accuracy", "accuracy %", None), ("best_threshold_accuracy", "best threshold %", None),
                ("in_class_accuracy", "in-class %", None),
                ("outlier_auroc", "AUROC %", None), ("rejected_in_class", "in-class rejected %", None),
                ("calibration_error", "calibration error %", None), ("provisional", "provisional classes", None),
-               ("seconds", "fit s", None)]
+               ("seconds", "fit s", None)] + ([("versus_sgc", "x SGC", None)] if args.sgc else [])
     rule = ("'auto' (no validation)" if args.no_validation else
             "the model's own, from the validation set" if args.own_threshold else
             "chosen on the validation set by the protocol's rule")
