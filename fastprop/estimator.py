@@ -81,15 +81,9 @@ class FastProp(TransductiveEstimator):
         threads row by row; a larger batch changes the order of starts
         slightly (a start whose patch would overlap the batch waits for the
         next one).
-        ``"auto"``: 1 below ``BATCH_FROM_SAMPLES`` (200,000) samples, 8 above.
-        Measured on 2 cores (bench/RESULTS.md), when a single patch still ran
-        on one thread: batches of 8 sped the patch loop up 1.5-1.8x at 1M
-        vertices, but not at all at 10k-100k, where they cost ~50% more wall
-        time on Banking77 and, at s = 100, 5 points of accuracy. Since single
-        patches are shared by rows, the sequential scheduler takes 1.5-1.7x
-        less time on 2 threads than on 1 (``bench/scale.py``: 1.50 at 10k,
-        1.70 at 100k and at 1M). The result never depends on the
-        number of threads.
+        ``"auto"``: 1 below ``BATCH_FROM_SAMPLES`` (200,000) samples, 8 above
+        (measured on 2 cores: bench/RESULTS.md). The result never depends on
+        the number of threads.
     exclusion_hops : int, default=1
         After a vertex has started a patch, vertices within this many hops
         never start one (m).
@@ -201,10 +195,13 @@ class FastProp(TransductiveEstimator):
         views), so that what ConfNet learns from the classes propagation
         finished first carries over to the others. Measured on Banking77
         at 50% outliers: outlier AUROC 0.75 vs 0.68 (see bench/RESULTS.md).
-    confidence : {"both", "multiview", "confnet", "random"}, default="both"
-        Final confidence: the mean of multi-view and ConfNet (the paper's
-        ConfNet-dagger), either alone, or the random-score ablation (random
-        scores also steer the scheduler).
+    confidence : {"auto", "both", "multiview", "confnet", "random", "global"}, default="auto"
+        The pass's confidence: the mean of multi-view and ConfNet (``"both"``,
+        the paper's ConfNet-dagger), either alone, the random-score ablation,
+        or ``"global"``: no patch loop (its settings inert) and no ConfNet, the
+        whole-graph predictor's largest label probability (0 in a component
+        without a seed). ``"auto"`` (:func:`fastprop._settings.confidence_source`):
+        ``"global"`` with a validation set (a tie there in half the time), else ``"both"``.
     provisional_classes : bool, default=True
         Give the samples the first outlier threshold rejects classes of their
         own (:mod:`fastprop.novelty`): as many provisional seeds as the seeds'
@@ -390,7 +387,8 @@ class FastProp(TransductiveEstimator):
     multiview_confidence_, confnet_confidence_ : ndarray of shape (n_samples,)
         The two stages (ConfNet's is NaN when it could not be trained).
     view_count_ : ndarray of shape (n_samples,)
-        How many processed patches covered each sample (0 for seeds).
+        How many processed patches covered each sample (0 for seeds; 1 for
+        each sample reached under ``confidence="global"``, its one view).
     outlier_threshold_ : float
         The o_tau used (0.0 when ``outlier_threshold=None``); ``REJECT_ALL``,
         the smallest float above 1, when every unlabeled sample is rejected:
@@ -507,7 +505,7 @@ class FastProp(TransductiveEstimator):
         predictor_training: Literal["graph", "patches"] = "graph",
         labels: Literal["graph", "views"] = "graph",
         confnet_features: Literal["structure", "embedding"] = "structure",
-        confidence: Literal["both", "multiview", "confnet", "random"] = "both",
+        confidence: Literal["auto", "both", "multiview", "confnet", "random", "global"] = "auto",
         provisional_classes: bool = True,
         outlier_threshold: float | Literal["auto"] | None = "auto",
         outlier_share: float | None = None,
@@ -624,11 +622,13 @@ class FastProp(TransductiveEstimator):
         # The patch buffers go to the pass alone, which frees them after its loop.
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take
         spread = direction_spread(features, context.row_scale)
-        options = pass_options(self, spread)
-        found = propagation_pass(context, patch_workspace(self, graph, features.shape[1], classes.size), options,
-                                 notify)
+        validated = validation is not None
+        options = pass_options(self, spread, validated)
+        found = propagation_pass(context, patch_workspace(self, graph, features.shape[1], classes.size, validated),
+                                 options, notify)
         timings.update(found.timings)
-        decided = decide_outliers(context, found, unlabeled, validation, decision_options(self, spread), notify)
+        decided = decide_outliers(context, found, unlabeled, validation, decision_options(self, spread, validated),
+                                  notify)
         timings.update(decided.timings)
         calibrated = decided.calibrated
         self.n_provisional_classes_ = decided.n_provisional

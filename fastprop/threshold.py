@@ -24,7 +24,7 @@ __all__ = ["choose_threshold", "smoothed_threshold", "smoothing_bandwidth", "acc
            "automatic_threshold", "otsu_threshold", "OutlierThresholdWarning"]
 
 #: The confidence sources of ``FastProp(confidence=...)``.
-CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random")
+CONFIDENCE_SOURCES = ("both", "multiview", "confnet", "random", "global")
 #: The thresholds :func:`smoothed_threshold` scores, and how many validation samples it smooths at a time.
 SMOOTHING_GRID = np.linspace(0.0, 1.0, 1025)
 SMOOTHING_BLOCK = 4096

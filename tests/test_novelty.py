@@ -889,8 +889,8 @@ def test_with_a_validation_set_and_no_provisional_class_the_confidence_is_the_la
     assert np.all(model.view_count_[unlabeled] > 0)  # every sample reached: the label probability everywhere
     assert_array_equal(model.confidence_[unlabeled], model.label_distributions_[unlabeled].max(axis=1))
     assert np.all(model.confidence_[~unlabeled] == 1.0)
-    paper = FastProp(n_neighbors=10, random_state=0, provisional_classes=False, calibrate_confidence=False).fit(
-        X, y, validation=(validation, truth[validation]))
+    paper = FastProp(n_neighbors=10, random_state=0, provisional_classes=False, calibrate_confidence=False,
+                     confidence="both").fit(X, y, validation=(validation, truth[validation]))
     assert_allclose(paper.confidence_[unlabeled],
                     0.5 * (paper.multiview_confidence_ + paper.confnet_confidence_)[unlabeled], rtol=0, atol=1e-15)
 
