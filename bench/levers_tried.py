@@ -105,7 +105,7 @@ class Task:
         self.n_classes = int(self.y.max()) + 1
         self.walk = RandomWalk(self.graph)
         self.scale = inverse_norms(self.X)
-        self.first = FastProp(random_state=seed, provisional_classes=False).fit(
+        self.first = FastProp(random_state=seed, provisional_classes=False, confidence="both").fit(  # the paper's
             self.X, self.y, graph=self.graph, validation=task.validation)
         self.default = FastProp(random_state=seed).fit(self.X, self.y, graph=self.graph, validation=task.validation)
         self.distributions = self.first.label_distributions_

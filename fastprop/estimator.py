@@ -387,8 +387,7 @@ class FastProp(TransductiveEstimator):
     multiview_confidence_, confnet_confidence_ : ndarray of shape (n_samples,)
         The two stages (ConfNet's is NaN when it could not be trained).
     view_count_ : ndarray of shape (n_samples,)
-        How many processed patches covered each sample (0 for seeds; 1 for
-        each sample reached under ``confidence="global"``, its one view).
+        Processed patches that covered each sample (0 for seeds; under ``"global"`` 1 if reached).
     outlier_threshold_ : float
         The o_tau used (0.0 when ``outlier_threshold=None``); ``REJECT_ALL``,
         the smallest float above 1, when every unlabeled sample is rejected:
@@ -571,8 +570,9 @@ class FastProp(TransductiveEstimator):
         validation : tuple (indices, labels), optional
             Unlabeled samples whose truth is known (``unlabeled`` for a known
             outlier): they choose the outlier threshold (of
-            ``outlier_threshold="auto"``) and, with ``calibrate_confidence``,
-            calibrate ``confidence_``.
+            ``outlier_threshold="auto"``), with ``calibrate_confidence``
+            calibrate ``confidence_``, and with ``confidence="auto"`` let
+            the fit skip the patch loop.
         outliers : array_like of int, optional
             Indices of unlabeled samples known to belong to no class (e.g.
             annotated so after :meth:`suggest_annotations`). They are labelled
