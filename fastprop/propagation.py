@@ -5,8 +5,8 @@ inputs and choosing the outlier threshold. It trains the local predictor on
 the seeds, lets :func:`fastprop.scheduler.propagate` process patches until no
 viable start is left (or, with ``confidence="global"``, takes one view of the
 whole graph instead: :func:`whole_graph_state`), turns the views into label
-distributions and runs ConfNet. It also returns what :mod:`fastprop.prediction` needs to label new
-points with the same predictor.
+distributions and runs ConfNet. It also returns what :mod:`fastprop.prediction`
+needs to label new points with the same predictor.
 """
 
 import functools
