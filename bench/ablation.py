@@ -18,10 +18,6 @@ validation set for the outlier threshold. Parts:
   0.1, 0.2, for both inputs, with the paper's Num (positives), FNR (outliers
   among the positives) and TNR (outliers among the negatives).
 - ``depth``: SGC depth of the local predictor, 1, 2, 3.
-
-``eta``, ``depth`` and ``patch`` run the paper's loop (``confidence="both"``):
-with a validation set the default ``confidence="auto"`` grows no patch and
-runs no ConfNet.
 - ``predictor`` (Table 2's columns): the local predictor, SGC / GCN / GAT
   (``local_predictor``), under the paper's confidence sources (random,
   multi-view, ConfNet, ConfNet-dagger; ConfNet on our structural input, no
@@ -36,6 +32,10 @@ runs no ConfNet.
   (``process_capped_patches=True``, the supplement's extraction algorithm). Runtime and the
   RSS peak come from one untraced fit; the traced peak (``tracemalloc``: every
   NumPy/Python allocation, not Numba's internal ones) from a second fit.
+
+``eta``, ``depth`` and ``patch`` run the paper's loop (``confidence="both"``):
+with a validation set the default ``confidence="auto"`` grows no patch and
+runs no ConfNet.
 
 Writes ``bench/results/ablation_<dataset>.md`` and ``.json``.
 """

@@ -153,9 +153,9 @@ def sgc_reference(task, features, graph, no_validation):
     model = SGC().fit(features, task.y, graph=graph)
     seconds = time.perf_counter() - start
     distributions = model.label_distributions_
-    result = evaluate(task, distributions, distributions.max(axis=1))
-    evaluation, truth = task.evaluation, np.asarray(task.truth)
     predicted, confidence = distributions.argmax(axis=1), distributions.max(axis=1)
+    result = evaluate(task, distributions, confidence)
+    evaluation, truth = task.evaluation, np.asarray(task.truth)
     threshold = -np.inf if no_validation else result["outlier_threshold"]  # no rule of its own: it rejects nothing
     if no_validation:
         result["accuracy"] = float(np.mean(predicted[evaluation] == truth[evaluation]))
