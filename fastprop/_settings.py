@@ -101,19 +101,32 @@ def predictor_penalty(predictor_l2, spread):
     return float(predictor_l2) * min(1.0, max(spread / PARALLEL_SPREAD, MIN_PENALTY_SHARE))
 
 
-def confidence_source(confidence, has_validation):
-    """The confidence source a fit uses: ``"auto"`` is ``"global"`` with a validation set, ``"both"`` without.
+def confidence_source(model, has_validation):
+    """The confidence source a fit of ``model`` uses: ``"auto"`` is ``"global"`` but where it was not measured.
 
+    ``"global"`` with a validation set, and without one for the unaided
+    automatic threshold (``outlier_threshold="auto"``, no ``outlier_share``,
+    provisional classes built), whose first identification then takes the
+    global confidence's lowest :data:`fastprop.threshold.FIRST_IDENTIFIED_SHARE`
+    (:func:`fastprop.refinement.decide_outliers`); else the paper's ``"both"``.
     With a validation set the whole graph's label probability ranks as well
     as the paper's multi-view confidence and ConfNet (a tie in every cell of
     the levers tasks at 0.5 / 1 / 5% seeds) at half the fit's time; without
-    one the automatic threshold reads the multi-view confidence's shape, and
-    on the global one it rejects too little (MNIST at 50% outliers -20
-    points; bench/RESULTS.md, issue #17).
+    one, a tie on average at 0.5 / 1 / 5% seeds at two thirds of it
+    (bench/RESULTS.md, issues #16 / #17). With an ``outlier_share`` and no
+    validation set it lost on MNIST (-1 to -3 points), and without
+    provisional classes the automatic threshold reads the multi-view
+    confidence's shape (half of Otsu's split), which the global confidence,
+    near 1 almost everywhere, does not have. A GCN or GAT ``local_predictor``
+    keeps the paper's loop, where it runs.
     """
-    if confidence == "auto":
-        return "global" if has_validation else "both"
-    return confidence
+    if model.confidence != "auto":
+        return model.confidence
+    if model.local_predictor != "sgc":
+        return "both"  # a GCN or GAT asked for is a local predictor: it runs in the patch loop
+    unaided = (isinstance(model.outlier_threshold, str) and model.outlier_share is None
+               and bool(model.provisional_classes))
+    return "global" if has_validation or unaided else "both"
 
 
 def pass_options(model, spread, has_validation):
@@ -127,7 +140,7 @@ def pass_options(model, spread, has_validation):
         single_view_confidence=float(model.single_view_confidence),
         process_capped_patches=bool(model.process_capped_patches),
         single_view_restarts=bool(model.single_view_restarts),
-        confidence=confidence_source(model.confidence, has_validation),
+        confidence=confidence_source(model, has_validation),
         labels=model.labels,
         confnet_features=model.confnet_features,
         confnet_depth=int(model.confnet_depth),
@@ -143,7 +156,7 @@ def decision_options(model, spread, has_validation):
         outlier_threshold=model.outlier_threshold,
         outlier_share=model.outlier_share,
         provisional_classes=bool(model.provisional_classes),
-        confidence=confidence_source(model.confidence, has_validation),
+        confidence=confidence_source(model, has_validation),
         calibrate_confidence=bool(model.calibrate_confidence),
         validation_rule=model.validation_rule,
         predictor_depth=int(model.predictor_depth),
@@ -165,7 +178,7 @@ def patch_workspace(model, graph, n_features, n_classes, has_validation):
     None when the fit grows no patch: ``confidence="global"`` with a
     local predictor trained on the whole graph.
     """
-    if confidence_source(model.confidence, has_validation) == "global" and model.predictor_training == "graph":
+    if confidence_source(model, has_validation) == "global" and model.predictor_training == "graph":
         return None
     settings = PatchSettings(
         min_gain=float(model.min_gain),

@@ -201,10 +201,12 @@ class FastProp(TransductiveEstimator):
         or ``"global"``: no patch loop (its settings inert) and no ConfNet, the
         whole-graph predictor's largest label probability (0 in a component
         without a seed). ``"auto"`` (:func:`fastprop._settings.confidence_source`):
-        ``"global"`` with a validation set (a tie there in half the time), else ``"both"``.
+        ``"global"`` (a tie in less time), but ``"both"`` with a GCN or GAT ``local_predictor``,
+        and without a validation set when ``outlier_share`` is given or ``provisional_classes=False``.
     provisional_classes : bool, default=True
-        Give the samples the first outlier threshold rejects classes of their
-        own (:mod:`fastprop.novelty`): as many provisional seeds as the seeds'
+        Give the samples the first threshold rejects (:func:`~fastprop.refinement.first_threshold`;
+        without a validation set the lowest 15% of a global confidence) classes of their own
+        (:mod:`fastprop.novelty`): as many provisional seeds as the seeds'
         density gives them, placed farthest-first in SGC space; a softmax over
         the known and the provisional classes then competes for every sample,
         and the threshold is chosen again on the final confidence
@@ -249,14 +251,12 @@ class FastProp(TransductiveEstimator):
         class is more likely wrong than right). ``"auto"`` without one: 0.5
         once provisional classes have made the confidence a blend of class
         probabilities (see ``provisional_classes``), else half of Otsu's split
-        of the confidences (:func:`fastprop.threshold.automatic_threshold`),
-        read on the samples some patch reached; a sample no patch reached
-        (it has no view) is an outlier, as in the paper. It cannot know the
-        outlier share as a validation set does: with no outlier it rejects
+        of the reached samples' confidences (:func:`~fastprop.threshold.automatic_threshold`);
+        a sample without a view is an outlier, as in the paper. It cannot know
+        the outlier share as a validation set does: with no outlier it rejects
         1-9% of the in-class samples, and it scores 2.6 points a cell below
-        a validation set at 1% seeds, up to 8.5 (MNIST at 30% outliers, where
-        it rejects too few), 3-4 on the sentence sets with no outlier
-        (bench/RESULTS.md); with many
+        a validation set at 1% seeds, up to 8.5 (MNIST at 30% outliers), 3-4
+        on the sentence sets with no outlier (bench/RESULTS.md); with many
         classes and no outlier at all it rejects far more (see
         ``outlier_share``): from
         :data:`~fastprop.threshold.MANY_CLASSES` (40) classes up, ``fit``

@@ -20,9 +20,9 @@ from .calibration import calibrate_on_validation
 from .graph_signals import in_class_reach, left_out_reach, local_density, onward_reach, validation_sources
 from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
 from .prediction import NEIGHBOURHOOD_SHARE, NewPointCalibration, rescored_as_new_points
-from .threshold import fitted_threshold
+from .threshold import FIRST_IDENTIFIED_BELOW, FIRST_IDENTIFIED_SHARE, fitted_threshold, share_threshold
 
-__all__ = ["Decision", "DecisionOptions", "calibrated_confidence", "decide_outliers", "given_share",
+__all__ = ["Decision", "DecisionOptions", "calibrated_confidence", "decide_outliers", "first_threshold", "given_share",
            "provisional_step"]
 
 
@@ -75,8 +75,9 @@ class Decision:
 def decide_outliers(context, found, unlabeled, validation, options, notify):
     """The final confidence, the outlier threshold and the labels, from a propagation pass.
 
-    1. The first threshold (the paper's rule on a validation set, else the
-       setting) picks the samples given provisional classes.
+    1. The first threshold (:func:`first_threshold`: the paper's rule on a
+       validation set, else the setting) picks the samples given provisional
+       classes.
     2. :func:`provisional_step` builds those classes and blends the
        confidence with them (unless ``provisional_classes=False``).
     3. With a validation set, :func:`calibrated_confidence` calibrates it.
@@ -115,8 +116,7 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     # and a far-off cluster of them (junk) would move a split of everyone's confidences. A validation set
     # chooses the samples first identified even when the final threshold is given.
     reached, unreached = unlabeled[found.reached[unlabeled]], unlabeled[~found.reached[unlabeled]]
-    identifying = fitted_threshold("auto" if validation is not None else options.outlier_threshold, final,
-                                   predicted, reached, validation, "max")
+    identifying = first_threshold(options, final, predicted, reached, validation)
     timings["threshold"] = time.perf_counter() - clock
     clock = time.perf_counter()
     notify("provisional")
@@ -145,6 +145,22 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     predicted[known_outliers] = -1
     return Decision(confidence=final, fitted_class=fitted_class, predicted=predicted, threshold=float(threshold),
                     n_provisional=n_provisional, calibrated=calibrated, timings=timings)
+
+
+def first_threshold(options, confidence, predicted, reached, validation):
+    """The first threshold: the unlabeled samples below it are first given provisional classes.
+
+    The paper's rule on a validation set (:func:`fastprop.threshold.choose_threshold`),
+    else the setting; ``"auto"`` without one reads the shape of the paper's
+    confidence (half of Otsu's split), and cuts the global confidence
+    (``confidence="global"``), which has no such shape, below its lowest
+    :data:`fastprop.threshold.FIRST_IDENTIFIED_SHARE` of ``reached``, and
+    never at or above :data:`fastprop.threshold.FIRST_IDENTIFIED_BELOW`.
+    """
+    if validation is None and isinstance(options.outlier_threshold, str) and options.confidence == "global":
+        return min(share_threshold(confidence[reached], FIRST_IDENTIFIED_SHARE), FIRST_IDENTIFIED_BELOW)
+    return fitted_threshold("auto" if validation is not None else options.outlier_threshold, confidence,
+                            predicted, reached, validation, "max")
 
 
 def given_share(outlier_threshold, outlier_share, validation):

@@ -28,8 +28,9 @@ def two_clusters_and_outliers(seed=0, n_cluster=60, n_outlier=25):
 
 @pytest.fixture(scope="module")
 def fitted():
+    """The paper's patch loop (``confidence="both"``), whose parts these tests check."""
     X, y, truth = two_clusters_and_outliers()
-    model = FastProp(n_neighbors=8, random_state=0).fit(X, y)
+    model = FastProp(n_neighbors=8, random_state=0, confidence="both").fit(X, y)
     return X, y, truth, model
 
 
@@ -39,6 +40,13 @@ def test_clusters_get_their_seed_label_and_outliers_minus_one(fitted):
     assert_array_equal(model.transduction_, truth)
     assert 0 < model.outlier_threshold_ < 1
     assert model.n_iter_ >= 2
+
+
+def test_the_default_labels_the_clusters_and_rejects_the_far_group_without_a_patch():
+    X, y, truth = two_clusters_and_outliers()
+    model = FastProp(n_neighbors=8, random_state=0).fit(X, y)
+    assert_array_equal(model.transduction_, truth)
+    assert model.n_iter_ == 0 and np.all(model.view_count_[y < 0] <= 1)
 
 
 def test_invariants(fitted):
@@ -77,8 +85,9 @@ def test_inputs_unchanged_and_bit_identical_repeats():
         assert_array_equal(getattr(first, name), getattr(second, name))
 
 
-@pytest.mark.parametrize("confnet_features", ["structure", "embedding"])
-def test_a_far_off_cluster_of_junk_leaves_auto_as_it_was(confnet_features):
+@pytest.mark.parametrize(("confnet_features", "confidence"),
+                         [("structure", "both"), ("embedding", "both"), ("structure", "auto")])
+def test_a_far_off_cluster_of_junk_leaves_auto_as_it_was(confnet_features, confidence):
     """Junk no patch reaches is rejected, and counts for nothing in what "auto" decides about the rest.
 
     Fuzzing round 9: 2,000 unlabeled near-copies of one far direction (a separate component of the
@@ -97,14 +106,15 @@ def test_a_far_off_cluster_of_junk_leaves_auto_as_it_was(confnet_features):
         y[rng.choice(np.flatnonzero(truth == c), 2, replace=False)] = c
     direction = rng.normal(size=X.shape[1])
     junk = (direction / np.linalg.norm(direction) + 0.01 * rng.normal(size=(2000, X.shape[1]))).astype(np.float32)
-    alone = FastProp(random_state=0, confnet_features=confnet_features).fit(X, y)
+    alone = FastProp(random_state=0, confnet_features=confnet_features, confidence=confidence).fit(X, y)
     with_junk = np.vstack([X, junk]), np.r_[y, np.full(2000, -1)]
-    mixed = FastProp(random_state=0, confnet_features=confnet_features).fit(*with_junk)
+    mixed = FastProp(random_state=0, confnet_features=confnet_features, confidence=confidence).fit(*with_junk)
     assert not mixed.view_count_[truth.size:].any()
     assert np.all(mixed.transduction_[truth.size:] == -1)
-    assert np.all(mixed.confidence_[truth.size:] == 0) and np.all(mixed.confnet_confidence_[truth.size:] == 0)
+    assert np.all(mixed.confidence_[truth.size:] == 0)
+    assert np.all(mixed.confnet_confidence_[truth.size:] == 0) or mixed.n_iter_ == 0  # no ConfNet: NaN
     fixed = FastProp(random_state=0, confnet_features=confnet_features, outlier_threshold=0.1,
-                     provisional_classes=False).fit(*with_junk)
+                     provisional_classes=False, confidence=confidence).fit(*with_junk)
     assert np.all(fixed.transduction_[truth.size:] == -1)  # 0 confidence: below any threshold given
     unlabeled = np.flatnonzero(y < 0)
 
@@ -425,7 +435,7 @@ def test_row_norms_do_not_matter():
 def test_progress_callback_and_silence(capsys):
     X, y, _ = two_clusters_and_outliers(seed=9)
     calls = []
-    FastProp(n_neighbors=8, random_state=0, progress=lambda *args: calls.append(args)).fit(X, y)
+    FastProp(n_neighbors=8, random_state=0, confidence="both", progress=lambda *args: calls.append(args)).fit(X, y)
     stages = [stage for stage, _, _ in calls]
     assert stages[0] == "graph" and stages[1] == "training" and stages[-1] == "done"
     assert stages.index("confnet") < stages.index("provisional") < stages.index("done")
@@ -499,9 +509,9 @@ def test_a_patch_that_is_the_whole_small_graph_is_processed():
 
 def test_capped_patches_are_processed_only_when_asked():
     X, y, _ = two_clusters_and_outliers(seed=10)
-    skipped = FastProp(n_neighbors=8, random_state=0, max_patch_size=10, min_gain=50.0).fit(X, y)
-    processed = FastProp(n_neighbors=8, random_state=0, max_patch_size=10, min_gain=50.0,
-                         process_capped_patches=True).fit(X, y)
+    loop = dict(n_neighbors=8, random_state=0, max_patch_size=10, min_gain=50.0, confidence="both")
+    skipped = FastProp(**loop).fit(X, y)
+    processed = FastProp(**loop, process_capped_patches=True).fit(X, y)
     assert skipped.n_iter_ == 0 and np.all(skipped.view_count_ == 0)
     assert processed.n_iter_ == 2 and processed.view_count_.max() == 1  # one patch per seed
 
@@ -531,7 +541,7 @@ def test_batched_patches_give_the_same_result_with_one_and_two_threads_in_proces
     results = []
     for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
         model = run_on_threads(threads, lambda: FastProp(n_neighbors=8, random_state=0, patch_batch_size=4,
-                                                         min_gain=20.0).fit(X, y))
+                                                         min_gain=20.0, confidence="both").fit(X, y))
         results.append(np.concatenate([model.label_distributions_.ravel(), model.confidence_]))
     assert_array_equal(results[0], results[1])
     assert model.n_iter_ >= 2
@@ -547,7 +557,7 @@ def test_patch_buffers_larger_than_memory_are_refused_up_front(monkeypatch):
     enough_for_the_class_arrays = PEAK_CLASS_ARRAYS * 8 * X.shape[0] * 2
     monkeypatch.setattr(fastprop._validation.memory, "physical_memory", lambda: enough_for_the_class_arrays)
     with pytest.raises(ValueError, match=r"patch buffers \(max_patch_size=3000.*lower max_patch_size"):
-        FastProp(n_neighbors=8, random_state=0).fit(X, y, graph=graph)
+        FastProp(n_neighbors=8, random_state=0, confidence="both").fit(X, y, graph=graph)
 
 
 def test_class_arrays_larger_than_memory_are_refused_up_front(monkeypatch):
@@ -646,9 +656,15 @@ def test_a_cluster_with_a_single_seed_is_propagated_through_not_rejected():
     y = np.full(900, -1)
     for k, n_seeds in enumerate((80, 1, 1)):
         y[np.flatnonzero(truth == k)[:n_seeds]] = k
-    settings = dict(min_gain=150, random_state=0)  # a patch covers half a cluster, as 500 does in 1,000 samples
+    # a patch covers half a cluster, as 500 does in 1,000 samples
+    settings = dict(min_gain=150, random_state=0, confidence="both")
     paper = FastProp(single_view_restarts=False, **settings).fit(X, y)
     assert np.mean(paper.transduction_[truth > 0] == -1) > 0.9
     model = FastProp(**settings).fit(X, y)
     assert_array_equal(model.transduction_, truth)
     assert np.all(model.view_count_[(truth > 0) & (y < 0)] >= 2)
+    # The default's global confidence is 0.999 everywhere here: its first identification (the lowest 15%,
+    # but none at 0.9 or above) gives no sample a provisional class; the lowest 15% alone gave two clusters away.
+    default = FastProp(min_gain=150, random_state=0).fit(X, y)
+    assert_array_equal(default.transduction_, truth)
+    assert default.n_provisional_classes_ == 0 and default.n_iter_ == 0

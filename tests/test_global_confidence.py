@@ -1,5 +1,7 @@
 """``confidence="global"``: one view of the whole graph instead of the patch loop, and ``"auto"``'s choice of it."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -9,6 +11,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import log_softmax, softmax
 
 from fastprop import FastProp, build_knn_graph
+from fastprop.refinement import DecisionOptions, first_threshold
+from fastprop.threshold import FIRST_IDENTIFIED_BELOW, FIRST_IDENTIFIED_SHARE, automatic_threshold, choose_threshold
 from reference import dense_random_walk, two_seeded_clusters_and_an_unseeded_one
 
 #: Settings that read the outputs alone: no provisional classes, calibration, self-training or threshold.
@@ -65,18 +69,48 @@ def test_a_component_without_a_seed_is_unreached_and_rejected():
     assert np.all(model.transduction_[(y < 0) & (np.arange(len(X)) < 80)] == np.repeat([0, 1], 40)[2:-2])
 
 
-def test_auto_is_the_global_confidence_with_a_validation_set_and_the_papers_without():
+def test_auto_is_the_global_confidence_but_where_the_papers_was_measured_better():
     X, y, truth, validation = two_seeded_clusters_and_an_unseeded_one(n_per=60)
     given = (validation, truth[validation])
     graph = build_knn_graph(X, 10, random_state=0)
-    fits = {(source, checked): FastProp(n_neighbors=10, random_state=1, confidence=source).fit(
-        X, y, graph=graph, validation=given if checked else None)
-        for source in ("auto", "global", "both") for checked in (True, False)}
-    for checked, same in ((True, "global"), (False, "both")):
+    cases = [  # (settings, with a validation set, the source "auto" resolves to)
+        ({}, True, "global"), ({}, False, "global"),
+        ({"outlier_share": 0.3}, True, "global"), ({"outlier_share": 0.3}, False, "both"),
+        ({"provisional_classes": False}, False, "both"), ({"outlier_threshold": 0.4}, False, "both"),
+    ]
+    for settings, checked, same in cases:
+        fits = [FastProp(n_neighbors=10, random_state=1, confidence=source, **settings).fit(
+            X, y, graph=graph, validation=given if checked else None) for source in ("auto", same)]
         for attribute in ("confidence_", "label_distributions_", "transduction_", "view_count_"):
-            assert_array_equal(getattr(fits["auto", checked], attribute), getattr(fits[same, checked], attribute))
-    assert fits["auto", True].n_iter_ == 0 and fits["auto", False].n_iter_ > 0
+            assert_array_equal(getattr(fits[0], attribute), getattr(fits[1], attribute), err_msg=str(settings))
+        assert (fits[0].n_iter_ == 0) == (same == "global")
     assert FastProp().confidence == "auto"
+
+
+def test_without_a_validation_set_the_global_confidence_first_identifies_its_lowest_share():
+    confidence = np.array([0.9, 0.2, 0.95, 0.5, 0.99, 0.1, 0.7, 0.8, 0.6, 0.97, 0.3, 0.4, 0.85, 0.92, 0.65, 0.75,
+                           0.88, 0.91, 0.96, 0.99])
+    reached = np.arange(20)
+    predicted = np.zeros(20, dtype=np.int64)
+    unaided = DecisionOptions(outlier_threshold="auto", outlier_share=None, provisional_classes=True,
+                              confidence="global", calibrate_confidence=True, validation_rule="smoothed",
+                              predictor_depth=2, predictor_l2=3e-5, n_neighbors=10)
+    cut = first_threshold(unaided, confidence, predicted, reached, None)
+    assert FIRST_IDENTIFIED_SHARE == 0.15
+    assert cut == 0.4 and np.array_equal(np.flatnonzero(confidence < cut), [1, 5, 10])  # 0.15 x 20: the 3 lowest
+    # never at or above the paper's confident-set bar: a sure predictor identifies nothing
+    assert FIRST_IDENTIFIED_BELOW == 0.9
+    sure = np.r_[np.full(10, 0.999), 0.95, 0.92, 0.5, 0.6]
+    cut = first_threshold(unaided, sure, predicted[:14], np.arange(14), None)
+    assert cut == 0.9 and np.array_equal(np.flatnonzero(sure < cut), [12, 13])  # 2 of 14: 0.15 x 14 rounds to 2
+    assert first_threshold(unaided, np.full(14, 0.999), predicted[:14], np.arange(14), None) == 0.9
+    # The paper's confidence keeps "auto"'s half of Otsu's split; a validation set or a number, their own.
+    papers = replace(unaided, confidence="both")
+    assert first_threshold(papers, confidence, predicted, reached, None) == automatic_threshold(confidence)
+    assert first_threshold(replace(unaided, outlier_threshold=0.42), confidence, predicted, reached, None) == 0.42
+    truth = np.where(confidence < 0.45, -1, 0)
+    assert first_threshold(unaided, confidence, predicted, reached, (reached, truth)) == choose_threshold(
+        confidence, predicted, truth)
 
 
 @pytest.mark.parametrize("setting", [

@@ -374,25 +374,32 @@ def test_cli_reports_a_corrupt_graph_in_one_line(issue, tmp_path, capsys):
 
 
 def _outputs(model):
-    return {name: getattr(model, name) for name in ("confidence_", "label_distributions_", "multiview_confidence_",
-                                                    "confnet_confidence_", "view_count_", "transduction_")}
+    """The fit's outputs; ``confnet_confidence_`` only where ConfNet ran (else it is NaN throughout, by design)."""
+    names = ["confidence_", "label_distributions_", "multiview_confidence_", "view_count_", "transduction_"]
+    if model.n_iter_ > 0:
+        names.append("confnet_confidence_")
+    else:
+        assert np.isnan(model.confnet_confidence_).all()
+    return {name: getattr(model, name) for name in names}
 
 
-def test_huge_finite_embeddings_give_finite_output(issue):
+@pytest.mark.parametrize("confidence", ["auto", "both"])
+def test_huge_finite_embeddings_give_finite_output(issue, confidence):
     """X * 1e37 gave NaN in 198 of 200 confidences, with only a RuntimeWarning."""
     X, y, _ = issue
-    reference = FastProp(random_state=0).fit(X, y)
+    reference = FastProp(random_state=0, confidence=confidence).fit(X, y)
     for huge in ((X * 1e37).astype(np.float32), X.astype(np.float64) * 1e300):
-        model = FastProp(random_state=0).fit(huge, y)
+        model = FastProp(random_state=0, confidence=confidence).fit(huge, y)
         for name, values in _outputs(model).items():
             assert np.isfinite(values).all(), name
         assert np.array_equal(model.transduction_, reference.transduction_)
         np.testing.assert_allclose(model.confidence_, reference.confidence_, atol=1e-4)
 
 
+@pytest.mark.parametrize("confidence", ["auto", "both"])
 @pytest.mark.parametrize("unit_rows", [False, True])
 @pytest.mark.parametrize("exponent", [2, 100, -100])
-def test_rows_are_rescaled_exactly(issue, exponent, unit_rows):
+def test_rows_are_rescaled_exactly(issue, exponent, unit_rows, confidence):
     """The rescaling is by powers of two: a fit on X * 2**k is the fit on X, bit for bit.
 
     Unit rows (as embeddings usually come) too: they are used as they are, and their multiples were
@@ -401,8 +408,8 @@ def test_rows_are_rescaled_exactly(issue, exponent, unit_rows):
     X, y, _ = issue
     if unit_rows:
         X = X / np.linalg.norm(X, axis=1, keepdims=True)
-    reference = FastProp(random_state=0).fit(X, y)
-    model = FastProp(random_state=0).fit(X * np.float32(2.0**exponent), y)
+    reference = FastProp(random_state=0, confidence=confidence).fit(X, y)
+    model = FastProp(random_state=0, confidence=confidence).fit(X * np.float32(2.0**exponent), y)
     for name, values in _outputs(model).items():
         assert np.array_equal(values, _outputs(reference)[name]), name
 

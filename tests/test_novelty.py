@@ -921,10 +921,12 @@ def test_auto_without_provisional_classes_is_half_otsu():
     from fastprop.threshold import automatic_threshold
 
     X, y, truth = clusters(n_per=80, n_unseeded=0)  # no outlier: the first threshold earns no class
-    model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
+    model = FastProp(n_neighbors=10, random_state=0, confidence="both").fit(X, y)
     assert model.n_provisional_classes_ == 0
     assert model.outlier_threshold_ == automatic_threshold(model.confidence_[y < 0]) < 0.5
     assert np.mean(model.transduction_[y < 0] == -1) < 0.01
+    default = FastProp(n_neighbors=10, random_state=0).fit(X, y)  # the global confidence: none below 0.9 here
+    assert default.n_provisional_classes_ == 0 and not np.any(default.transduction_[y < 0] == -1)
 
 
 def test_no_rejection_means_the_paper_path():
@@ -982,7 +984,7 @@ def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
         return confidence, n_provisional
 
     monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
-    FastProp(n_neighbors=10, random_state=0).fit(X, y, outliers=np.flatnonzero(truth < 0)[:3])
+    FastProp(n_neighbors=10, random_state=0, confidence="both").fit(X, y, outliers=np.flatnonzero(truth < 0)[:3])
     n_provisional, counted_once, counted_twice = counts[0]
     assert counted_once != counted_twice  # the case tells the two apart
     assert n_provisional == counted_once
