@@ -102,13 +102,13 @@ def predictor_penalty(predictor_l2, spread):
 
 
 def confidence_source(model, has_validation):
-    """The confidence source a fit of ``model`` uses: ``"auto"`` is ``"global"`` but where it was not measured.
+    """The confidence source a fit of ``model`` uses: ``"auto"`` is ``"global"`` but where it measured worse or untried.
 
     ``"global"`` with a validation set, and without one for the unaided
     automatic threshold (``outlier_threshold="auto"``, no ``outlier_share``,
     provisional classes built), whose first identification then takes the
     global confidence's lowest :data:`fastprop.threshold.FIRST_IDENTIFIED_SHARE`
-    (:func:`fastprop.refinement.decide_outliers`); else the paper's ``"both"``.
+    (:func:`fastprop.refinement.first_threshold`); else the paper's ``"both"``.
     With a validation set the whole graph's label probability ranks as well
     as the paper's multi-view confidence and ConfNet (a tie in every cell of
     the levers tasks at 0.5 / 1 / 5% seeds) at half the fit's time; without

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
+from ._kernels.components import component_roots
 from .adjacency import BLOCK_ROWS, RandomWalk
 from .confnet import confnet_confidence, structural_features
 from .linear import fit_softmax_regression, one_hot, write_softmax_rows
@@ -405,10 +405,10 @@ def whole_graph_state(context, graph_logits, bias):
 
 def seeded_components(graph, labeled):
     """Whether each vertex lies in a connected component of ``graph`` (edges either way) that holds a seed."""
-    _, component = connected_components(graph, directed=False)
-    seeded = np.zeros(component.max(initial=-1) + 1, dtype=bool)
-    seeded[component[labeled]] = True
-    return seeded[component]
+    roots = component_roots(graph.indptr, graph.indices)
+    seeded = np.zeros(graph.shape[0], dtype=bool)
+    seeded[roots[labeled]] = True
+    return seeded[roots]
 
 
 def distributions_from_views(state, graph_logits, bias, labeled):

@@ -42,10 +42,10 @@ PROBABILITY_CUT = 0.5
 #: Without a validation set (``"auto"``), the share of the reached unlabeled samples of lowest global
 #: confidence (``confidence="global"``) first given provisional classes; the builds after choose the
 #: rest (:func:`fastprop.novelty.refined_confidence`). Half of Otsu's split, the paper's confidence's
-#: rule, identified 0.2-14% on MNIST (five classes, probabilities near 1) where the paper's confidence
+#: rule, identified 0.2-1.4% on MNIST (five classes, probabilities near 1) where the paper's confidence
 #: had 9-17%, and lost 7-20 points at 30-50% outliers. Measured (bench/RESULTS.md, issues #16 / #17;
 #: three data sets, 0-50% outliers, 0.5 / 1 / 5% seeds, 5 task seeds) against the paper's confidence:
-#: -0.34 / -0.04 / -0.06 points a cell; 10%, 12%, 20% and 25% on 3 task seeds at 1%: -0.33 to -0.02.
+#: -0.34 / -0.04 / -0.06 points a cell; on 3 task seeds at 1%, 12% / 15% / 20% / 25%: -0.32 / +0.12 / -0.02 / -0.31.
 FIRST_IDENTIFIED_SHARE = 0.15
 #: ... but none whose global confidence reaches this, the paper's bar for the confident set (Sec. 3.3,
 #: ``FastProp(confident_threshold=0.9)``'s default): on separated clusters of one seed each, every sample

@@ -141,3 +141,21 @@ def test_the_global_confidence_trains_on_patches_when_asked_and_holds_for_int32_
         X, y, graph=graph, validation=given)
     assert patches.n_training_patches_ > 0 and patches.n_iter_ == 0
     assert np.mean(patches.transduction_[truth >= 0] == truth[truth >= 0]) > 0.9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_component_roots_match_scipys_weak_components(seed):
+    """The union-find kernel against ``scipy.sparse.csgraph.connected_components``: same partition, smallest roots."""
+    from fastprop._kernels.components import component_roots
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    rows, cols = rng.integers(0, n, size=(2, 250))  # sparse, one-way edges, isolated vertices, self loops
+    graph = sp.csr_matrix((np.ones(250), (rows, cols)), shape=(n, n))
+    for indices_dtype in (np.int64, np.int32):
+        roots = component_roots(graph.indptr.astype(indices_dtype), graph.indices.astype(indices_dtype))
+        n_components, labels = connected_components(graph, directed=True, connection="weak")
+        assert np.unique(roots).size == n_components
+        for label in range(n_components):
+            members = np.flatnonzero(labels == label)
+            assert np.all(roots[members] == members.min())
