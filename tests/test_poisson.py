@@ -146,6 +146,30 @@ def test_mixing_rule_stops_when_the_walk_from_the_seeds_has_mixed():
     assert model.n_iter_ == expected
 
 
+
+def test_mixing_rule_on_a_graph_of_two_components_mixes_each_apart():
+    """The limit is per connected component: the mass that started there, spread in proportion to degree."""
+    import scipy.sparse as sp
+
+    ring = random_graph(30, seed=3, density=0.0)
+    graph = sp.block_diag([ring, random_graph(20, seed=5, density=0.0)], format="csr")
+    n_samples = graph.shape[0]
+    weights = graph.toarray().astype(np.float64)
+    degree = weights.sum(axis=1)
+    seeds = np.array([0, 15, 40])  # two in the first component, one in the second
+    walk = np.zeros(n_samples)
+    walk[seeds] = 1 / 3
+    first = np.arange(n_samples) < 30
+    limit = np.where(first, 2 / 3 * degree / degree[first].sum(), 1 / 3 * degree / degree[~first].sum())
+    expected = 0
+    while expected < MIN_MIXING_ITER or np.abs(walk - limit).max() > 1 / n_samples:
+        walk = weights @ (walk / degree)
+        expected += 1
+    y = np.full(n_samples, -1)
+    y[seeds] = [0, 1, 0]
+    model = PoissonLearning().fit(np.ones((n_samples, 1)), y, graph=graph)
+    assert model.n_iter_ == expected
+
 def test_converged_fit_gives_the_documented_distributions():
     graph = random_graph(40, seed=4)
     y = np.full(40, -1)

@@ -3,8 +3,8 @@
 from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
+from .._kernels.components import component_roots
 from .._kernels.poisson import row_sums, transition_rows
 from .._validation import check_bool, check_real
 from ..sharing import ThreadSharingBySize
@@ -78,9 +78,9 @@ def _walk_limit(graph, degree, start):
     In each connected component, the mass that started there, spread in
     proportion to degree: on a connected graph ``D 1 / (1^T D 1)``.
     """
-    n_components, component = connected_components(graph, directed=False)
-    mass = np.bincount(component[start], minlength=n_components) / max(start.size, 1)
-    volume = np.bincount(component, weights=degree, minlength=n_components)
+    component = component_roots(graph.indptr, graph.indices)  # each component named by its smallest vertex
+    mass = np.bincount(component[start], minlength=component.size) / max(start.size, 1)
+    volume = np.bincount(component, weights=degree, minlength=component.size)
     share = np.divide(mass, volume, out=np.zeros_like(volume), where=volume > 0)
     return share[component] * degree
 
