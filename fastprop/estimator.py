@@ -24,12 +24,11 @@ from ._labels import check_known_outliers, check_labels, check_validation, decod
 from ._reporting import Reporter
 from ._settings import check_settings, decision_options, pass_options, patch_workspace
 from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
-from .adjacency import RandomWalk
 from .graph import fit_graph
 from .prediction import NeighbourhoodPredictor
 from .propagation import FitContext, propagation_pass
 from .refinement import decide_outliers
-from .rows import direction_spread, inverse_norms
+from .rows import direction_spread
 from .suggestions import suggested_samples
 from .threshold import REJECT_ALL, warn_if_many_classes, warn_if_validation_is_only_outliers
 
@@ -614,10 +613,7 @@ class FastProp(TransductiveEstimator):
                               n_jobs=None if self.random_state is not None else -1)
         else:
             graph = check_graph(graph, n_samples)
-        context = FitContext(
-            graph=graph, walk=RandomWalk(graph), features=features, row_scale=inverse_norms(features),
-            seed_class=seed_class, n_classes=classes.size, tie_rank=tie_rank, rng=rng, known_outliers=known_outliers,
-        )
+        context = FitContext.of(graph, features, seed_class, classes.size, tie_rank, rng, known_outliers)
         timings["graph"] = time.perf_counter() - clock  # building or checking it, and its CSR forms
         # The patch buffers go to the pass alone, which frees them after its loop.
         unlabeled = np.setdiff1d(np.flatnonzero(~labeled), known_outliers)  # what self-training may take

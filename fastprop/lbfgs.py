@@ -30,7 +30,7 @@ SUFFICIENT_DECREASE = 1e-4
 MAX_BACKTRACKS = 40
 
 
-def minimise(objective, start, *, max_iter, gtol, ftol):
+def minimise(objective, start, *, max_iter, gtol, ftol, exact=None):
     """Minimise a smooth convex function with L-BFGS.
 
     Parameters
@@ -47,6 +47,15 @@ def minimise(objective, start, *, max_iter, gtol, ftol):
         Stop when an iteration lowers the loss by at most ``ftol`` times
         ``max(|loss before|, |loss after|, 1)`` (SciPy's ``ftol`` for
         L-BFGS-B).
+    exact : callable, optional
+        The same function as ``objective``, computed more exactly (e.g.
+        with float64 products where ``objective`` takes float32 ones): where
+        the search would stop on ``ftol`` or on a line search that finds no
+        decrease, the loss and gradient are computed again with it, and the
+        search goes on with it from there, keeping its correction pairs, to
+        ``gtol`` (``ftol`` no longer ends it; a line search that finds no
+        decrease does). ``objective``'s rounding then decides only the way,
+        not where the search ends.
 
     Returns
     -------
@@ -68,7 +77,11 @@ def minimise(objective, start, *, max_iter, gtol, ftol):
         length = 1.0 if pairs else min(1.0, 1.0 / np.sqrt(-slope))
         found = _backtrack(objective, params, loss, direction, slope, length)
         if found is None:
-            return params, iteration
+            if exact is None:
+                return params, iteration
+            objective, exact, ftol = exact, None, 0.0
+            loss, gradient = objective(params)
+            continue
         new_params, new_loss, new_gradient = found
         step, change = new_params - params, new_gradient - gradient
         curvature = np.dot(step, change)
@@ -79,7 +92,10 @@ def minimise(objective, start, *, max_iter, gtol, ftol):
         converged = loss - new_loss <= ftol * max(abs(loss), abs(new_loss), 1.0)
         params, loss, gradient = new_params, new_loss, new_gradient
         if converged:
-            return params, iteration + 1
+            if exact is None:
+                return params, iteration + 1
+            objective, exact, ftol = exact, None, 0.0
+            loss, gradient = objective(params)
     return params, max_iter
 
 

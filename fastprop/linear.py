@@ -43,7 +43,10 @@ class SoftmaxLoss:
     every evaluation, and the softmax is worked in place: 6-59% less time an
     evaluation than with :func:`scipy.special.log_softmax` and fresh
     temporaries (FastProp's softmax regressions, issue #17). The two large
-    products run on two threads (:func:`fastprop.products.matmul`).
+    products run on two threads (:func:`fastprop.products.matmul`), in
+    float32 when ``float32_products`` is set: 1.8-3.6x faster than in float64
+    on FastProp's regressions (440-7,700 rows of 384 features, 77-126
+    classes), the loss, the softmax and the parameters staying float64.
 
     Parameters
     ----------
@@ -55,10 +58,17 @@ class SoftmaxLoss:
         Non-negative weights that sum to 1.
     l2 : float
         Ridge penalty on ``coef``.
+    float32_products : bool, default=False
+        Take the two products ``features @ coef`` and ``features.T @
+        residual`` in float32: the loss and gradient are then exact to
+        float32's rounding of ``features``, ``coef`` and the residual
+        (relative ~1e-7), which is enough for features that were float32
+        data to begin with.
     """
 
-    def __init__(self, features, targets, sample_weight, l2):
+    def __init__(self, features, targets, sample_weight, l2, float32_products=False):
         self.features, self.l2 = features, l2
+        self.product_features = features.astype(np.float32) if float32_products else features
         self.weighted_targets = sample_weight[:, None] * targets
         self.row_mass = self.weighted_targets.sum(axis=1)
 
@@ -66,7 +76,8 @@ class SoftmaxLoss:
         """``(loss, gradient)`` at ``params``: ``coef`` (n_features, n_classes) then ``intercept``, flattened."""
         n_coef = self.features.shape[1] * self.weighted_targets.shape[1]
         coef = params[:n_coef].reshape(self.features.shape[1], -1)
-        logits = matmul(self.features, coef)
+        product_type = self.product_features.dtype
+        logits = matmul(self.product_features, coef.astype(product_type, copy=False)).astype(np.float64, copy=False)
         logits += params[n_coef:]
         largest = logits.max(axis=1)
         fitted = np.vdot(self.weighted_targets, logits)
@@ -78,7 +89,10 @@ class SoftmaxLoss:
         residual *= (self.row_mass / totals)[:, None]  # probabilities times each row's weighted mass
         residual -= self.weighted_targets
         gradient = np.empty_like(params)
-        matmul(self.features.T, residual, out=gradient[:n_coef].reshape(coef.shape))
+        if product_type == np.float64:
+            matmul(self.features.T, residual, out=gradient[:n_coef].reshape(coef.shape))
+        else:
+            gradient[:n_coef] = matmul(self.product_features.T, residual.astype(product_type)).ravel()
         gradient[:n_coef] += self.l2 * params[:n_coef]
         gradient[n_coef:] = residual.sum(axis=0)
         return loss, gradient
@@ -124,13 +138,14 @@ def _normalised_weights(n_samples, sample_weight):
     return weights / weights.sum()
 
 
-def _minimise(objective, n_params, max_iter, tol, initial=None):
+def _minimise(objective, n_params, max_iter, tol, initial=None, exact=None):
     start = np.zeros(n_params) if initial is None else initial
-    params, _ = minimise(objective, start, max_iter=max_iter, gtol=tol, ftol=tol * 1e-3)
+    params, _ = minimise(objective, start, max_iter=max_iter, gtol=tol, ftol=tol * 1e-3, exact=exact)
     return params
 
 
-def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6, initial=None):
+def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, max_iter=300, tol=1e-6, initial=None,
+                           float32_products=False):
     """Fit multinomial logistic regression.
 
     Parameters
@@ -150,6 +165,9 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         Where L-BFGS starts (e.g. a fit on part of the rows); zeros when None.
         The optimum does not depend on it (the loss is convex; the intercept up to a
         constant added to every class), the iterations do.
+    float32_products : bool, default=False
+        The loss's large products in float32 (see :class:`SoftmaxLoss`):
+        FastProp's own fits, whose features are smoothed float32 data.
 
     Returns
     -------
@@ -172,7 +190,11 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         initial_coef = np.asarray(initial[0], dtype=np.float64)
         start = np.concatenate([(initial_coef if basis is None else basis.T @ initial_coef).ravel(),
                                 np.asarray(initial[1], dtype=np.float64)])
-    params = _minimise(SoftmaxLoss(features, targets, weights, l2), (n_features + 1) * n_classes, max_iter, tol, start)
+    exact = SoftmaxLoss(features, targets, weights, l2)
+    # float32's rounding of the loss (~1e-7 of it) can end the search before ``tol`` is met: the float64 loss
+    # takes it on from there.
+    objective, exact = (SoftmaxLoss(features, targets, weights, l2, True), exact) if float32_products else (exact, None)
+    params = _minimise(objective, (n_features + 1) * n_classes, max_iter, tol, start, exact)
     coef = params[: n_features * n_classes].reshape(n_features, n_classes)
     return (coef if basis is None else basis @ coef), params[n_features * n_classes :]
 

@@ -27,6 +27,7 @@ never an (n, n_features) smoothed copy.
 import numpy as np
 
 from .column_scores import known_class_confidence, most_probable_columns
+from .feature_rows import FeatureRows
 from .linear import fit_softmax_regression, one_hot
 from .threshold import MANY_CLASSES, PROBABILITY_CUT
 
@@ -482,7 +483,7 @@ def top_up_rows(seed_class, n_classes, pseudo, pseudo_class, excluded, rows_per_
 
 def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng,
                                  known_outliers=None, max_iter=FULL_ITERATIONS, represented=None, rows=None,
-                                 pseudo_labels=None, refit_candidates=None, n_top=1):
+                                 pseudo_labels=None, refit_candidates=None, n_top=1, feature_rows=None):
     """Known-class confidence once the identified outliers have classes of their own.
 
     Parameters
@@ -528,6 +529,9 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
         (training rows and known outliers aside), when it takes any.
     n_top : int, default=1
         See :func:`fastprop.column_scores.known_class_confidence`.
+    feature_rows : fastprop.feature_rows.FeatureRows, optional
+        The fit's SGC rows of ``features`` (one kept level serves every
+        build); default a new one.
 
     Returns
     -------
@@ -560,7 +564,8 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     if n_known == n_provisional:
         candidates = np.empty(0, dtype=np.int64)
     members = np.concatenate([seeds, extra])  # the known classes' training rows
-    smoothed = walk.smooth(features, np.concatenate([members, known, candidates]), depth, row_scale=row_scale)
+    feature_rows = FeatureRows(walk, features, row_scale) if feature_rows is None else feature_rows
+    smoothed = feature_rows.smooth(np.concatenate([members, known, candidates]), depth)
     unit = smoothed / np.maximum(np.linalg.norm(smoothed, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     anchors, known_rows = unit[: seeds.size], unit[members.size : members.size + known.size]
     picked_known = farthest_first(anchors, known_rows, n_known)
@@ -570,15 +575,17 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
                                smoothed[members.size + known.size + picked]])
     targets = np.concatenate([seed_class[seeds], extra_class, n_classes + np.arange(n_provisional)])
     n_columns = n_classes + n_provisional
-    coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2, max_iter=max_iter)
+    coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2, max_iter=max_iter,
+                                             float32_products=True)
     if refit_candidates is not None:
         pool = np.setdiff1d(refit_candidates, np.concatenate([members, known, candidates[picked]]))
         more, more_column = refit_rows(walk, features, row_scale, coef, intercept, depth, pool, n_classes)
         if more.size:
-            training = np.concatenate([training, walk.smooth(features, more, depth, row_scale=row_scale)])
+            training = np.concatenate([training, feature_rows.smooth(more, depth)])
             targets = np.concatenate([targets, more_column])
             coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2,
-                                                     max_iter=max_iter, tol=REFIT_TOL, initial=(coef, intercept))
+                                                     max_iter=max_iter, tol=REFIT_TOL, initial=(coef, intercept),
+                                                     float32_products=True)
     confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows, n_top)
     return confidence, n_provisional
 

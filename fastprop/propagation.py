@@ -18,10 +18,11 @@ import numpy as np
 from ._kernels.components import component_roots
 from .adjacency import BLOCK_ROWS, RandomWalk
 from .confnet import confnet_confidence, structural_features
+from .feature_rows import FeatureRows
 from .linear import fit_softmax_regression, one_hot, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
-from .rows import float64_scaled_rows, unit_rows
+from .rows import float64_scaled_rows, inverse_norms, unit_rows
 from .scheduler import LinearPatchPredictor, PropagationState, propagate, training_features, training_patches
 from .self_training import most_confident_per_class, pseudo_label_total
 from .threshold import final_confidence
@@ -46,6 +47,15 @@ class FitContext:
     tie_rank: np.ndarray
     rng: np.random.Generator
     known_outliers: np.ndarray  # unlabeled samples known to be of no class: never pseudo-labels
+    feature_rows: FeatureRows  # SGC rows of the features, for every fit of the local predictor and the provisional step
+
+    @classmethod
+    def of(cls, graph, features, seed_class, n_classes, tie_rank, rng, known_outliers):
+        """The context of a fit on ``graph`` (checked) and ``features``: its walk, inverse norms and feature rows."""
+        walk, row_scale = RandomWalk(graph), inverse_norms(features)
+        return cls(graph=graph, walk=walk, features=features, row_scale=row_scale, seed_class=seed_class,
+                   n_classes=n_classes, tie_rank=tie_rank, rng=rng, known_outliers=known_outliers,
+                   feature_rows=FeatureRows(walk, features, row_scale))
 
 
 @dataclass(frozen=True)
@@ -272,10 +282,10 @@ class _LinearLocalPredictor:
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
-            rows = self.seed_rows = context.walk.smooth(context.features, seeds, depth, row_scale=context.row_scale)
+            rows = self.seed_rows = context.feature_rows.smooth(seeds, depth)
             row_class, self.n_training_patches = context.seed_class[seeds], 0
         self.coef, self.bias = fit_softmax_regression(rows, one_hot(row_class, context.n_classes),
-                                                      l2=options.predictor_l2)
+                                                      l2=options.predictor_l2, float32_products=True)
         self._start()
         self.patches = LinearPatchPredictor(self.level, self.bias)
 
@@ -288,12 +298,12 @@ class _LinearLocalPredictor:
         self.level = self.later_levels = None  # freed before the refit makes its own (160 + 80 MB at 1M samples)
         seeds = np.flatnonzero(context.seed_class >= 0)
         if self.seed_rows is None:
-            self.seed_rows = self.walk.smooth(context.features, seeds, self.depth, row_scale=context.row_scale)
-        pseudo_rows = self.walk.smooth(context.features, pseudo, self.depth, row_scale=context.row_scale)
+            self.seed_rows = context.feature_rows.smooth(seeds, self.depth)
+        pseudo_rows = context.feature_rows.smooth(pseudo, self.depth)
         rows = np.vstack([self.seed_rows, pseudo_rows])
         targets = one_hot(np.r_[context.seed_class[seeds], pseudo_class], context.n_classes)
         self.coef, self.bias = fit_softmax_regression(rows, targets, l2=options.predictor_l2, tol=REFIT_TOL,
-                                                      initial=(self.coef, self.bias))
+                                                      initial=(self.coef, self.bias), float32_products=True)
         self._start()
         self.finish()
 

@@ -233,6 +233,7 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
             identified, depth=predictor_depth, l2=predictor_l2, rng=context.rng,
             known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
             pseudo_labels=found.pseudo_labels, refit_candidates=refit_candidates, n_top=n_top,
+            feature_rows=context.feature_rows,
         )
 
     final, known, n_provisional = refined_confidence(

@@ -95,3 +95,34 @@ def test_results_are_bit_identical_across_runs(softmax_problem):
     first, _ = minimise(loss, np.zeros(n_params), max_iter=40, gtol=0.0, ftol=0.0)
     second, _ = minimise(loss, np.zeros(n_params), max_iter=40, gtol=0.0, ftol=0.0)
     assert_array_equal(first, second)
+
+
+def test_an_exact_objective_takes_the_search_on_to_gtol_where_the_rounded_one_stalls():
+    # The rounded objective: the loss rounded to a grid of 1e-7 (as float32 products round it), its gradient
+    # exact. Its line searches find no decrease once the steps' gains fall below the grid.
+    rng = np.random.default_rng(2)
+    root = rng.normal(size=(10, 10))
+    matrix, vector = root @ root.T + 0.5 * np.eye(10), rng.normal(size=10)
+    exact = _quadratic(matrix, vector)
+
+    def rounded(x):
+        loss, gradient = exact(x)
+        return np.round(loss, 7), gradient
+
+    alone, _ = minimise(rounded, np.zeros(10), max_iter=500, gtol=1e-7, ftol=0.0)
+    assert np.abs(exact(alone)[1]).max() > 1e-5  # it stalls short of gtol ...
+    calls = []
+    finished, n_iter = minimise(rounded, np.zeros(10), max_iter=500, gtol=1e-7, ftol=0.0,
+                                exact=lambda x: calls.append(1) or exact(x))
+    assert np.abs(exact(finished)[1]).max() <= 1e-7  # ... which the exact objective then reaches
+    solution = np.linalg.solve(matrix, vector)
+    assert np.abs(finished - solution).max() < 1e-3 * np.abs(alone - solution).max()
+    assert 0 < len(calls) and n_iter < 500
+
+
+def test_an_exact_objective_is_not_called_when_the_rounded_one_reaches_gtol(softmax_problem):
+    loss, n_params = softmax_problem
+    calls = []
+    params, _ = minimise(loss, np.zeros(n_params), max_iter=2000, gtol=1e-5, ftol=0.0,
+                         exact=lambda x: calls.append(1) or loss(x))
+    assert not calls and np.abs(loss(params)[1]).max() <= 1e-5

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from scipy.optimize import approx_fprime
+from scipy.optimize import approx_fprime, minimize
 
 from fastprop.linear import (
     fit_logistic_regression,
@@ -198,3 +198,38 @@ def test_regressions_without_ridge_on_separable_data_stay_finite(l2):
     coef, intercept = fit_logistic_regression(features, labels.astype(float), l2=l2, max_iter=1000)
     assert np.isfinite(coef).all() and np.isfinite(intercept)
     assert_array_equal(sigmoid_proba(features, coef, intercept) > 0.5, labels == 1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_float32_products_give_the_float64_loss_and_gradient_to_float32_rounding(scale):
+    from fastprop.linear import SoftmaxLoss
+
+    rng = np.random.default_rng(11)
+    features = rng.normal(size=(300, 40))
+    targets = np.eye(6)[rng.integers(0, 6, 300)]
+    weights = np.full(300, 1 / 300)
+    params = scale * rng.normal(size=41 * 6) / np.sqrt(40)
+    loss64, gradient64 = SoftmaxLoss(features, targets, weights, 1e-3)(params)
+    loss32, gradient32 = SoftmaxLoss(features, targets, weights, 1e-3, float32_products=True)(params)
+    assert loss32 != loss64  # the products were taken in float32 ...
+    assert_allclose(loss32, loss64, rtol=1e-6)  # ... to its rounding
+    assert_allclose(gradient32, gradient64, rtol=0, atol=1e-6 * np.abs(gradient64).max())
+
+
+@pytest.mark.parametrize("n_samples", [200, 20])  # more rows than features, and fewer (the row-span basis)
+def test_a_fit_with_float32_products_reaches_the_float64_stationary_point(n_samples):
+    rng = np.random.default_rng(12)
+    centres = rng.normal(size=(5, 30))
+    labels = rng.integers(0, 5, n_samples)
+    features = centres[labels] + rng.normal(size=(n_samples, 30))
+    targets = np.eye(5)[labels]
+    coef, intercept = fit_softmax_regression(features, targets, l2=1e-2, tol=1e-8, max_iter=3000,
+                                             float32_products=True)
+    params = np.concatenate([coef.ravel(), intercept])
+    _, gradient = softmax_loss_and_gradient(params, features, targets, np.full(n_samples, 1 / n_samples), 1e-2)
+    assert np.abs(gradient).max() <= 1e-8  # the float64 gradient: the float64 loss finished the search
+    reference = minimize(softmax_loss_and_gradient, np.zeros_like(params), jac=True, method="L-BFGS-B",
+                         args=(features, targets, np.full(n_samples, 1 / n_samples), 1e-2),
+                         options={"maxiter": 5000, "gtol": 1e-10, "ftol": 0.0}).x
+    expected = softmax_proba(features, reference[:-5].reshape(30, 5), reference[-5:])
+    assert_allclose(softmax_proba(features, coef, intercept), expected, atol=1e-6)

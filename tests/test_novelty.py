@@ -365,7 +365,8 @@ def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
     picked = candidates[slow_farthest_first(unit(smoothed[seeds]), unit(smoothed[candidates]), n_provisional)]
     training = np.r_[seeds, extra, picked]
     targets = np.r_[y[seeds], truth[extra], n_classes + np.arange(n_provisional)]
-    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_classes + n_provisional)[targets])
+    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_classes + n_provisional)[targets],
+                                             float32_products=True)  # as FastProp fits it
     expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
     assert_allclose(confidence, expected, rtol=0, atol=1e-7)
     without, _ = provisional_class_confidence(
@@ -400,14 +401,15 @@ def test_a_build_is_fitted_again_on_every_class_s_most_confident_samples(fragmen
     training = np.r_[seeds, picked]
     targets = np.r_[y[seeds], n_classes + np.arange(n_provisional)]
     n_columns = n_classes + n_provisional
-    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_columns)[targets])
+    coef, intercept = fit_softmax_regression(smoothed[training], np.eye(n_columns)[targets],
+                                             float32_products=True)  # as FastProp fits it
     probability = softmax(smoothed @ coef + intercept, axis=1)
     pool = np.setdiff1d(unlabeled, training)
     more, more_class = slow_refit_rows(probability[pool], pool, graph, n_classes, 6, 3, fragment_share)
     assert len(more) > 6 * n_classes if fragment_share > 1 else max(more_class) < n_classes  # all, or known only
     rows, row_targets = np.r_[training, more], np.r_[targets, more_class]
     coef, intercept = fit_softmax_regression(smoothed[rows], np.eye(n_columns)[row_targets], tol=REFIT_TOL,
-                                             initial=(coef, intercept))
+                                             initial=(coef, intercept), float32_products=True)
     expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
     assert_allclose(confidence, expected, rtol=0, atol=1e-7)
     once, _ = provisional_class_confidence(
