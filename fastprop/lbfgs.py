@@ -66,10 +66,11 @@ def minimise(objective, start, *, max_iter, gtol, ftol, exact=None):
     params = np.array(start, dtype=np.float64)
     loss, gradient = objective(params)
     pairs = []  # (step, gradient change, 1 / curvature), oldest first
+    scratch = np.empty_like(params)
     for iteration in range(max_iter):
         if np.abs(gradient).max() <= gtol:
             return params, iteration
-        direction = _two_loop_direction(gradient, pairs)
+        direction = _two_loop_direction(gradient, pairs, scratch)
         slope = np.dot(gradient, direction)
         if not slope < 0:  # rounding lost descent: start again from the gradient
             pairs.clear()
@@ -99,19 +100,24 @@ def minimise(objective, start, *, max_iter, gtol, ftol, exact=None):
     return params, max_iter
 
 
-def _two_loop_direction(gradient, pairs):
-    """``-H @ gradient`` for the L-BFGS inverse Hessian ``H`` of ``pairs`` (see :func:`minimise`)."""
+def _two_loop_direction(gradient, pairs, scratch):
+    """``-H @ gradient`` for the L-BFGS inverse Hessian ``H`` of ``pairs`` (see :func:`minimise`).
+
+    ``scratch`` (of the gradient's shape) takes each scaled vector: a fresh
+    one each time, at FastProp's 30-50 thousand parameters, cost a third of
+    the step in page faults; the values are the same.
+    """
     direction = -gradient
     alphas = []
     for step, change, rho in reversed(pairs):
         alpha = rho * np.dot(step, direction)
-        direction -= alpha * change
+        direction -= np.multiply(change, alpha, out=scratch)
         alphas.append(alpha)
     if pairs:
         last_step, last_change, _ = pairs[-1]
         direction *= np.dot(last_step, last_change) / np.dot(last_change, last_change)
     for (step, change, rho), alpha in zip(pairs, reversed(alphas)):
-        direction += (alpha - rho * np.dot(change, direction)) * step
+        direction += np.multiply(step, alpha - rho * np.dot(change, direction), out=scratch)
     return direction
 
 
