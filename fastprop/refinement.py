@@ -18,7 +18,15 @@ import numpy as np
 
 from .calibration import calibrate_on_validation
 from .graph_signals import in_class_reach, left_out_reach, local_density, onward_reach, validation_sources
-from .novelty import AUTO_ROUNDS, known_top, provisional_class_confidence, refined_confidence, scouting_rows
+from .novelty import (
+    AUTO_ROUNDS,
+    RUNNER_UP_FROM,
+    known_top,
+    provisional_class_confidence,
+    refined_confidence,
+    scouting_rows,
+    second_largest,
+)
 from .prediction import NEIGHBOURHOOD_SHARE, NewPointCalibration, rescored_as_new_points
 from .threshold import FIRST_IDENTIFIED_BELOW, FIRST_IDENTIFIED_SHARE, fitted_threshold, share_threshold
 
@@ -179,8 +187,11 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     choose a threshold on (``"auto"`` then cuts the blend at 0.5, or
     rejects the outlier share given) the classes are built ``AUTO_ROUNDS``
     times, and without a share given each build is fitted again with its
-    classes' most confident samples as rows. The known classes are
-    trained on their seeds topped up with self-training's labels.
+    classes' most confident samples as rows, and from
+    :data:`fastprop.novelty.RUNNER_UP_FROM` known classes up the final
+    blend counts each sample's second largest label probability too. The
+    known classes are trained on their seeds topped up with self-training's
+    labels.
 
     Parameters
     ----------
@@ -236,9 +247,13 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
             feature_rows=context.feature_rows,
         )
 
+    runner_up = None
+    if unsupervised and share is None and context.n_classes >= RUNNER_UP_FROM:
+        runner_up = second_largest(found.distributions)
     final, known, n_provisional = refined_confidence(
         first, np.flatnonzero((first < identifying) & ~labeled & reached), found.distributions.max(axis=1),
         reached, None if validation is None else validation[1], unlabeled, rounds, build_classes, scout_rows, share,
+        runner_up,
     )
     final[~reached] = first[~reached]  # the known-class confidence there extrapolates a linear model
     final[labeled] = 1.0

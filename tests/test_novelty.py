@@ -28,6 +28,7 @@ from fastprop.novelty import (
     REFIT_ROWS_KNOWN,
     REFIT_ROWS_PROVISIONAL,
     REFIT_TOL,
+    RUNNER_UP_FROM,
     SCOUT_FROM,
     SCOUT_ROWS,
     TOP_UP_ROWS,
@@ -41,6 +42,7 @@ from fastprop.novelty import (
     refined_confidence,
     refit_rows,
     scouting_rows,
+    second_largest,
     top_up_rows,
 )
 from fastprop.evaluation.protocol import outlier_auroc
@@ -599,6 +601,64 @@ def test_blended_confidence_by_hand():
     assert_array_equal(blended_confidence(first, None, probability, reached, None, unlabeled), first)
 
 
+def test_the_runner_up_counts_as_much_as_the_provisional_classes_leave_to_the_rest_by_hand():
+    first = np.array([0.9, 0.2, 0.6, 0.4])
+    known = np.array([0.1, 0.8, 1.0, 0.9])
+    probability = np.array([0.45, 0.4, 0.3, 0.5])
+    runner_up = np.array([0.40, 0.3, 0.2, 0.1])
+    reached = np.array([True, True, False, True])
+    unlabeled = np.arange(4)
+    # No validation set: the provisional classes claim 1 sample in 4, so w = 0.5 and the rest is
+    # probability + 0.5 * runner_up where a patch reached the sample (the paper's confidence where none did).
+    rest = np.array([0.45 + 0.2, 0.4 + 0.15, 0.6, 0.5 + 0.05])
+    assert_allclose(blended_confidence(first, known, probability, reached, None, unlabeled, runner_up=runner_up),
+                    0.5 * rest + 0.5 * known, rtol=0, atol=1e-15)
+    # Sample 0 split between two known classes: 0.275 by its largest probability, 0.375 with the runner-up.
+    # Where the provisional classes claim half the samples or more (w = 1) it counts nothing.
+    claimed = np.array([0.1, 0.3, 1.0, 0.9])
+    assert_array_equal(blended_confidence(first, claimed, probability, reached, None, unlabeled,
+                                          runner_up=runner_up), claimed)
+    # Without provisional classes there is no blend to add it to.
+    assert_array_equal(blended_confidence(first, None, probability, reached, None, unlabeled, runner_up=runner_up),
+                       first)
+
+
+def test_second_largest_matches_a_sort_block_by_block():
+    rng = np.random.default_rng(3)
+    distributions = rng.dirichlet(np.ones(7), size=50)
+    distributions[4, [2, 5]] = distributions[4].max()  # a tie for the largest: the second is that value too
+    expected = np.sort(distributions, axis=1)[:, -2]
+    assert_array_equal(second_largest(distributions), expected)
+    assert_array_equal(second_largest(distributions, block_rows=8), expected)
+    assert second_largest(distributions)[4] == distributions[4].max()
+    assert_array_equal(second_largest(distributions[:, :1]), distributions[:, 0])
+
+
+def test_only_the_final_blend_counts_the_runner_up():
+    first = np.array([0.9, 0.2, 0.6, 0.3, 1.0])
+    probability = np.array([0.8, 0.45, 0.7, 0.9, 1.0])
+    runner_up = np.array([0.1, 0.45, 0.2, 0.05, 0.0])
+    reached = np.ones(5, dtype=bool)
+    unlabeled = np.array([0, 1, 2, 3])
+    # Every build's known-class confidence claims sample 1 alone (1 in 4: w = 0.5). By the largest
+    # probability sample 1's blend is 0.5 * 0.45 + 0.5 * 0.1 = 0.275, below the cut: the scout's read
+    # identifies it again. With the runner-up it would be 0.5 * (0.45 + 0.225) + 0.05 = 0.3875: the final
+    # blend has that.
+    built = np.array([0.9, 0.1, 0.9, 0.8, 1.0])
+    calls = []
+
+    def build_classes(identified, represented, max_iter, rows):
+        calls.append(identified.tolist())
+        return (built if rows is None else built[rows]), 2
+
+    confidence, _, _ = refined_confidence(first, np.array([1, 3]), probability, reached, None, unlabeled, 2,
+                                          build_classes, runner_up=runner_up)
+    assert calls == [[1, 3], [1]]
+    settled = probability + 0.5 * runner_up
+    assert_allclose(confidence[unlabeled], (0.5 * settled + 0.5 * built)[unlabeled], rtol=0, atol=1e-15)
+    assert_allclose(confidence[1], 0.3875, rtol=0, atol=1e-15)
+
+
 def test_refined_confidence_identifies_again_below_the_cut_by_hand():
     first = np.array([0.9, 0.2, 0.6, 0.3, 1.0])
     probability = np.array([0.8, 0.4, 0.7, 0.9, 1.0])
@@ -990,3 +1050,27 @@ def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
     n_provisional, counted_once, counted_twice = counts[0]
     assert counted_once != counted_twice  # the case tells the two apart
     assert n_provisional == counted_once
+
+
+def test_from_runner_up_from_classes_up_auto_s_confidence_counts_the_runner_up(monkeypatch):
+    import fastprop.refinement
+
+    rng = np.random.default_rng(0)
+    n_classes = RUNNER_UP_FROM + 4
+    centres = rng.normal(size=(n_classes + 4, 16)) * 1.4  # four unseeded clusters: outliers
+    truth = np.repeat(np.arange(n_classes + 4), 25)
+    X = (centres[truth] + rng.normal(size=(truth.size, 16))).astype(np.float32)
+    y = np.full(truth.size, -1)
+    for label in range(n_classes):
+        y[np.flatnonzero(truth == label)[:2]] = label
+    graph = build_knn_graph(X, 10, random_state=0)
+    model = FastProp(random_state=0).fit(X, y, graph=graph)
+    monkeypatch.setattr(fastprop.refinement, "RUNNER_UP_FROM", n_classes + 1)
+    without = FastProp(random_state=0).fit(X, y, graph=graph)
+    assert model.n_provisional_classes_ == without.n_provisional_classes_ > 0
+    unlabeled = np.flatnonzero((y < 0) & (model.view_count_ > 0))
+    gain = model.confidence_[unlabeled] - without.confidence_[unlabeled]
+    assert gain.min() >= 0 and gain.max() > 0.01  # the same builds, the runner-up added where w < 1
+    assert_array_equal(model.label_distributions_, without.label_distributions_)
+    rejected, rejected_without = model.transduction_ == -1, without.transduction_ == -1
+    assert np.all(rejected <= rejected_without) and rejected.sum() < rejected_without.sum()
