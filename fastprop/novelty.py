@@ -256,15 +256,15 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
 
 
 def second_largest(distributions, block_rows=RUNNER_UP_BLOCK_ROWS):
-    """Each row's second largest value (its largest again when it has one column).
+    """Each row's second largest value (0 when it has one column: there is no runner-up).
 
     A block of :data:`RUNNER_UP_BLOCK_ROWS` rows partitioned at a time: no
     copy of every row (160 MB for a million samples and 20 classes).
     """
     n_rows, n_columns = distributions.shape
+    out = np.zeros(n_rows)
     if n_columns == 1:
-        return np.asarray(distributions[:, 0], dtype=np.float64)
-    out = np.empty(n_rows)
+        return out
     for begin in range(0, n_rows, block_rows):
         block = distributions[begin : begin + block_rows]
         out[begin : begin + block.shape[0]] = np.partition(block, n_columns - 2, axis=1)[:, n_columns - 2]
