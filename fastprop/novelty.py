@@ -227,19 +227,20 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
         The outlier share the user expects (:func:`known_class_weight`).
     runner_up : ndarray of shape (n,) or None, default=None
         Each sample's second largest label probability (:func:`second_largest`):
-        with it, ``rest`` is ``label_probability + (1 - w) * runner_up``
+        with it, ``rest`` is ``label_probability + (1 - w)^2 * runner_up``
         where a patch reached the sample. An in-class sample between two
         similar known classes splits its probability between them and, by
         the largest alone, fell below ``"auto"``'s cut of 0.5 even where no
-        outlier was: the runner-up counts as much as the provisional classes
-        leave to the rest, fully where they claim nothing, not at all where
-        they claim half the samples. Measured without a validation set
-        (bench/RESULTS.md, issue #16 item 2; 5 task seeds, 0-50% outliers):
-        with 30-32 intents +0.51 / +0.55 / +0.52 points a cell at 0.5 / 1 /
-        5% seeds (+1.4 to +2.0 with no outlier, -0.02 to -0.69 at 30%), with
-        50 intents +0.63, held out (LSA) +0.08; the runner-up counted whole
-        (not times ``1 - w``) +0.38 / +0.58 / +0.45 but -1.77 at 0.5% seeds
-        and 30%.
+        outlier was: the runner-up counts fully where the provisional classes
+        claim nothing, not at all where they claim half the samples.
+        Measured without a validation set (bench/RESULTS.md, issue #16 item
+        2; 5 task seeds, 0-50% outliers): with 30-32 intents +0.47 / +0.45 /
+        +0.50 points a cell at 0.5 / 1 / 5% seeds (+1.3 to +1.9 with no
+        outlier, +0.04 to -0.29 at 30%), with 50 intents +0.94 at 0-30%; on
+        the scale bench's 1M mixture (20 classes, 50% diffuse outliers)
+        -0.84. Times ``1 - w`` it gained +0.51 / +0.55 / +0.52 but lost more
+        at 30% (to -0.69) and 2.5-2.7 points at 1M; counted whole, -1.77 at
+        0.5% seeds and 30%.
 
     Returns
     -------
@@ -250,7 +251,7 @@ def blended_confidence(first, known, label_probability, reached, validation_trut
     if known is None:
         return np.where(reached, label_probability, first)
     weight = known_class_weight(validation_truth, known, unlabeled, share)
-    settled = label_probability if runner_up is None else label_probability + (1.0 - weight) * runner_up
+    settled = label_probability if runner_up is None else label_probability + (1.0 - weight) ** 2 * runner_up
     rest = np.where(reached, settled, first)
     return np.clip((1.0 - weight) * rest + weight * known, 0.0, 1.0)
 

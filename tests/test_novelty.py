@@ -609,11 +609,11 @@ def test_the_runner_up_counts_as_much_as_the_provisional_classes_leave_to_the_re
     reached = np.array([True, True, False, True])
     unlabeled = np.arange(4)
     # No validation set: the provisional classes claim 1 sample in 4, so w = 0.5 and the rest is
-    # probability + 0.5 * runner_up where a patch reached the sample (the paper's confidence where none did).
-    rest = np.array([0.45 + 0.2, 0.4 + 0.15, 0.6, 0.5 + 0.05])
+    # probability + 0.5^2 * runner_up where a patch reached the sample (the paper's confidence where none did).
+    rest = np.array([0.45 + 0.1, 0.4 + 0.075, 0.6, 0.5 + 0.025])
     assert_allclose(blended_confidence(first, known, probability, reached, None, unlabeled, runner_up=runner_up),
                     0.5 * rest + 0.5 * known, rtol=0, atol=1e-15)
-    # Sample 0 split between two known classes: 0.275 by its largest probability, 0.375 with the runner-up.
+    # Sample 0 split between two known classes: 0.275 by its largest probability, 0.325 with the runner-up.
     # Where the provisional classes claim half the samples or more (w = 1) it counts nothing.
     claimed = np.array([0.1, 0.3, 1.0, 0.9])
     assert_array_equal(blended_confidence(first, claimed, probability, reached, None, unlabeled,
@@ -642,8 +642,8 @@ def test_only_the_final_blend_counts_the_runner_up():
     unlabeled = np.array([0, 1, 2, 3])
     # Every build's known-class confidence claims sample 1 alone (1 in 4: w = 0.5). By the largest
     # probability sample 1's blend is 0.5 * 0.45 + 0.5 * 0.1 = 0.275, below the cut: the scout's read
-    # identifies it again. With the runner-up it would be 0.5 * (0.45 + 0.225) + 0.05 = 0.3875: the final
-    # blend has that.
+    # identifies it again. With the runner-up it would be 0.5 * (0.45 + 0.25 * 0.45) + 0.05 = 0.33125: the
+    # final blend has that.
     built = np.array([0.9, 0.1, 0.9, 0.8, 1.0])
     calls = []
 
@@ -654,9 +654,9 @@ def test_only_the_final_blend_counts_the_runner_up():
     confidence, _, _ = refined_confidence(first, np.array([1, 3]), probability, reached, None, unlabeled, 2,
                                           build_classes, runner_up=runner_up)
     assert calls == [[1, 3], [1]]
-    settled = probability + 0.5 * runner_up
+    settled = probability + 0.25 * runner_up
     assert_allclose(confidence[unlabeled], (0.5 * settled + 0.5 * built)[unlabeled], rtol=0, atol=1e-15)
-    assert_allclose(confidence[1], 0.3875, rtol=0, atol=1e-15)
+    assert_allclose(confidence[1], 0.33125, rtol=0, atol=1e-15)
 
 
 def test_refined_confidence_identifies_again_below_the_cut_by_hand():
