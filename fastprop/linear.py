@@ -190,11 +190,15 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
         initial_coef = np.asarray(initial[0], dtype=np.float64)
         start = np.concatenate([(initial_coef if basis is None else basis.T @ initial_coef).ravel(),
                                 np.asarray(initial[1], dtype=np.float64)])
-    exact = SoftmaxLoss(features, targets, weights, l2)
-    # float32's rounding of the loss (~1e-7 of it) can end the search before ``tol`` is met: the float64 loss
-    # takes it on from there.
-    objective, exact = (SoftmaxLoss(features, targets, weights, l2, True), exact) if float32_products else (exact, None)
-    params = _minimise(objective, (n_features + 1) * n_classes, max_iter, tol, start, exact)
+    n_params = (n_features + 1) * n_classes
+    loss = SoftmaxLoss(features, targets, weights, l2)
+    if float32_products:
+        # float32's rounding of the loss (~1e-7 of it) can end the search before ``tol`` is met: the float64
+        # loss takes it on from there.
+        rounded = SoftmaxLoss(features, targets, weights, l2, float32_products=True)
+        params = _minimise(rounded, n_params, max_iter, tol, start, exact=loss)
+    else:
+        params = _minimise(loss, n_params, max_iter, tol, start)
     coef = params[: n_features * n_classes].reshape(n_features, n_classes)
     return (coef if basis is None else basis @ coef), params[n_features * n_classes :]
 
