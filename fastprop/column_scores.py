@@ -12,6 +12,8 @@ asked for cost only their ``depth``-hop neighbourhood.
 
 import numpy as np
 
+from .products import matmul
+
 __all__ = ["COLUMN_BLOCK", "COLUMN_BLOCK_BYTES", "column_block", "fold_log_sum_exp", "known_class_confidence",
            "most_probable_columns", "smoothed_logit_blocks"]
 
@@ -26,7 +28,8 @@ COLUMN_BLOCK = 16
 COLUMN_BLOCK_BYTES = 32 * 2**20
 
 
-def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1):
+def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1,
+                           feature_rows=None):
     """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
 
     ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
@@ -52,6 +55,10 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     n_top : int, default=1
         How many of the largest known-class probabilities are summed
         (:func:`fastprop.novelty.known_top`).
+    feature_rows : fastprop.feature_rows.FeatureRows, optional
+        The fit's SGC rows of ``features``: where it keeps the level for
+        ``depth``, the logits are its rows times ``W`` (see
+        :func:`smoothed_logit_blocks`).
 
     Returns
     -------
@@ -61,7 +68,8 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     largest_known = np.full((n_rows, n_top), -np.inf)  # the n_top largest known logits so far, in no order
     running_max = np.full(n_rows, -np.inf)
     running_sum = np.zeros(n_rows)
-    for begin, end, first_row, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+    for begin, end, first_row, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows,
+                                                               feature_rows):
         at = slice(first_row, first_row + logits.shape[0])
         logits += intercept[begin:end]
         if n_known > begin:
@@ -72,7 +80,7 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     return np.exp(largest_known - running_max[:, None]).sum(axis=1) / running_sum
 
 
-def most_probable_columns(walk, features, row_scale, coef, intercept, depth, rows):
+def most_probable_columns(walk, features, row_scale, coef, intercept, depth, rows, feature_rows=None):
     """Each row's most probable column of a softmax over smoothed ``X W``, and its probability.
 
     Parameters
@@ -80,6 +88,8 @@ def most_probable_columns(walk, features, row_scale, coef, intercept, depth, row
     walk, features, row_scale, coef, intercept, depth
         As for :func:`known_class_confidence`.
     rows : ndarray of int64
+    feature_rows : fastprop.feature_rows.FeatureRows, optional
+        As for :func:`known_class_confidence`.
 
     Returns
     -------
@@ -92,7 +102,8 @@ def most_probable_columns(walk, features, row_scale, coef, intercept, depth, row
     running_max = np.full(rows.size, -np.inf)
     running_sum = np.zeros(rows.size)
     if rows.size:
-        for begin, end, _, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+        for begin, end, _, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows,
+                                                           feature_rows):
             logits += intercept[begin:end]
             block_best = logits.max(axis=1)
             better = block_best > best_logit
@@ -111,15 +122,31 @@ def column_block(n_samples):
     return max(COLUMN_BLOCK, COLUMN_BLOCK_BYTES // (8 * max(n_samples, 1)))
 
 
-def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
+def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows, feature_rows=None):
     """Yield ``(begin, end, first_row, logits)``: ``S^depth diag(row_scale) X W[:, begin:end]`` at some rows.
 
     :func:`column_block` columns at a time; all rows a block of rows at a
     time (``first_row`` the first of them) when ``rows`` is None, else the
     rows of ``rows`` at once (``first_row`` 0). ``logits`` is float64 and
     the caller's to change.
+
+    Where ``feature_rows`` keeps the level for ``depth``
+    (:meth:`fastprop.feature_rows.FeatureRows.keeps`) and that walks fewer
+    columns (:func:`_level_is_cheaper`), the smoothing, being linear, is
+    taken on the features: each block of rows is the level's last step,
+    ``S^depth diag(row_scale) X``, times ``W`` in float64, instead of
+    ``depth`` steps over every block of columns of ``X W``. The same
+    logits to rounding (the products' order differs).
     """
     block = column_block(features.shape[0])
+    if feature_rows is not None and feature_rows.keeps(depth) and _level_is_cheaper(features.shape[1], coef.shape[1],
+                                                                                    depth):
+        row_blocks = feature_rows.smooth_in_blocks(depth) if rows is None else [(0, feature_rows.smooth(rows, depth))]
+        for first_row, smoothed in row_blocks:
+            for begin in range(0, coef.shape[1], block):
+                end = min(begin + block, coef.shape[1])
+                yield begin, end, first_row, matmul(smoothed, np.ascontiguousarray(coef[:, begin:end]))
+        return
     for begin in range(0, coef.shape[1], block):
         end = min(begin + block, coef.shape[1])
         # X W's block is a temporary: freed after the first step. Every row's last step is taken a block
@@ -132,6 +159,20 @@ def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows):
                                       row_scale=row_scale))]
         for first_row, logits in blocks:
             yield begin, end, first_row, logits
+
+
+def _level_is_cheaper(n_features, n_columns, depth):
+    """Whether one step of the features walks fewer columns than ``depth`` steps of ``X W``'s, for every row.
+
+    Decided for all rows alike, whichever rows are asked for, so that a row
+    is bit for bit the same in any set of rows. On the scale bench's 100k
+    mixture (128 features, 84 columns, depth 2) the level's way wins, most
+    where a scouting build reads 5,000 rows, whose walk of ``X W`` takes
+    its first step over nearly the whole graph; on the real sets (384-784
+    features, 40-100 columns) the walk of ``X W`` wins (bench/RESULTS.md,
+    issue #17).
+    """
+    return n_features < depth * n_columns
 
 
 def fold_log_sum_exp(logits, running_max, running_sum):

@@ -63,6 +63,23 @@ class FeatureRows:
             return self.walk.smooth(self._level, rows, 1)
         return self.walk.smooth(self.features, rows, depth, row_scale=self.row_scale)
 
+    def keeps(self, depth):
+        """Whether the level for ``depth`` is kept: then every row at ``depth`` is one step from it."""
+        return self._level_depth == depth
+
+    def smooth_in_blocks(self, depth):
+        """Every row at ``depth`` from the kept level, a block of rows at a time (:meth:`keeps` must hold).
+
+        Yields
+        ------
+        begin : int
+            The first row of the block.
+        smoothed : ndarray of shape (n_block_rows, n_features), float64
+        """
+        if not self.keeps(depth):
+            raise ValueError(f"no level is kept for depth {depth}")
+        yield from self.walk.smooth_in_blocks(self._level, 1)
+
     def _covers(self, rows):
         """Whether the rows' neighbourhoods hold as many vertices as the graph: then a level costs no more."""
         graph = self.walk.graph

@@ -375,7 +375,7 @@ def known_top(with_validation, unaided_auto, n_classes):
     return 1
 
 
-def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_known):
+def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_known, feature_rows=None):
     """The rows a provisional build is fitted again with, and their column.
 
     Every candidate goes to its most probable column (:func:`fastprop.column_scores.most_probable_columns`).
@@ -395,13 +395,16 @@ def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_
         The samples that may be taken, sorted.
     n_known : int
         The first ``n_known`` columns are the known classes'.
+    feature_rows : fastprop.feature_rows.FeatureRows, optional
+        As for :func:`fastprop.column_scores.most_probable_columns`.
 
     Returns
     -------
     rows, columns : ndarray of int64
         As :func:`most_confident_rows` returns them.
     """
-    column, probability = most_probable_columns(walk, features, row_scale, coef, intercept, depth, candidates)
+    column, probability = most_probable_columns(walk, features, row_scale, coef, intercept, depth, candidates,
+                                                feature_rows)
     provisional = column >= n_known
     if not provisional.any() or np.mean(probability[provisional] > PROBABILITY_CUT) < MIN_HELD_SHARE:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -621,14 +624,16 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
                                              float32_products=True)
     if refit_candidates is not None:
         pool = np.setdiff1d(refit_candidates, np.concatenate([members, known, candidates[picked]]))
-        more, more_column = refit_rows(walk, features, row_scale, coef, intercept, depth, pool, n_classes)
+        more, more_column = refit_rows(walk, features, row_scale, coef, intercept, depth, pool, n_classes,
+                                       feature_rows)
         if more.size:
             training = np.concatenate([training, feature_rows.smooth(more, depth)])
             targets = np.concatenate([targets, more_column])
             coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2,
                                                      max_iter=max_iter, tol=REFIT_TOL, initial=(coef, intercept),
                                                      float32_products=True)
-    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows, n_top)
+    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows, n_top,
+                                        feature_rows)
     return confidence, n_provisional
 
 

@@ -67,3 +67,20 @@ def test_no_level_is_kept_beyond_its_byte_budget(problem):
     assert walk.calls == [(False, 2), (False, 2)]
     assert_array_equal(FeatureRows(RandomWalk(graph), X, None).smooth(np.arange(600), 2),
                        RandomWalk(graph).smooth(X, np.arange(600), 2))
+
+
+def test_every_row_in_blocks_from_the_level_is_bit_for_bit_its_rows(problem, monkeypatch):
+    import fastprop.adjacency
+
+    X, graph = problem
+    row_scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
+    rows = FeatureRows(RandomWalk(graph), X, row_scale)
+    assert not rows.keeps(2)
+    with pytest.raises(ValueError, match="no level is kept for depth 2"):
+        next(rows.smooth_in_blocks(2))
+    every = rows.smooth(np.arange(600), 2)  # covers the graph: the level is kept
+    assert rows.keeps(2) and not rows.keeps(3)
+    monkeypatch.setattr(fastprop.adjacency, "BLOCK_ROWS", 128)
+    blocks = list(rows.smooth_in_blocks(2))
+    assert [begin for begin, _ in blocks] == [0, 128, 256, 384, 512]
+    assert_array_equal(np.vstack([block for _, block in blocks]), every)

@@ -46,6 +46,7 @@ from fastprop.novelty import (
     top_up_rows,
 )
 from fastprop.evaluation.protocol import outlier_auroc
+from fastprop.feature_rows import FeatureRows
 from fastprop.linear import fit_softmax_regression
 from fastprop.threshold import REJECT_ALL, share_threshold
 from reference import dense_random_walk
@@ -152,6 +153,72 @@ def test_most_probable_columns_match_a_dense_softmax(n_columns, depth, column_bl
     assert_allclose(probability, expected.max(axis=1), rtol=1e-6)
     empty = most_probable_columns(RandomWalk(graph), X, scale, coef, intercept, depth, np.empty(0, dtype=np.int64))
     assert empty[0].size == empty[1].size == 0
+
+
+def kept_level(walk, X, scale, depth):
+    """A FeatureRows that keeps the level for ``depth`` (every row asked for once)."""
+    feature_rows = FeatureRows(walk, X, scale)
+    feature_rows.smooth(np.arange(X.shape[0]), depth)
+    assert feature_rows.keeps(depth)
+    return feature_rows
+
+
+@pytest.mark.parametrize("n_columns", [4, 2 * COLUMN_BLOCK + 1])  # more than 6 features / depth
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("n_top", [1, 2])
+def test_scores_from_the_kept_level_match_a_dense_softmax(n_columns, depth, n_top, column_blocks, monkeypatch):
+    """(S^depth X) W from the level, a few rows of blocks at a time, is S^depth (X W) to rounding."""
+    import fastprop.adjacency
+
+    monkeypatch.setattr(fastprop.adjacency, "BLOCK_ROWS", 32)
+    rng = np.random.default_rng(n_columns + depth)
+    X = rng.normal(size=(100, 6)).astype(np.float32)
+    graph = build_knn_graph(X, 6, method="exact")
+    walk = RandomWalk(graph)
+    coef, intercept = rng.normal(size=(6, n_columns)) * 3, rng.normal(size=n_columns)
+    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
+    feature_rows = kept_level(walk, X, scale, depth)
+    dense = graph.toarray().astype(np.float64) + np.eye(100)
+    operator = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), depth)
+    expected = softmax(operator @ (X.astype(np.float64) * scale[:, None]) @ coef + intercept, axis=1)  # W in float64
+    n_known = min(2, n_columns)
+    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top,
+                                 feature_rows=feature_rows)
+    top = -np.sort(-expected[:, :n_known], axis=1)[:, :n_top]
+    assert_allclose(got, top.sum(axis=1), rtol=1e-10, atol=1e-12)
+    rows = np.sort(rng.choice(100, size=40, replace=False))
+    assert_allclose(known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, rows, n_top, feature_rows),
+                    got[rows], rtol=1e-12)
+    column, probability = most_probable_columns(walk, X, scale, coef, intercept, depth, rows, feature_rows)
+    assert_array_equal(column, expected[rows].argmax(axis=1))
+    assert_allclose(probability, expected[rows].max(axis=1), rtol=1e-10)
+    # and the walk of X W's columns (W rounded to float32 there) agrees with it
+    assert_allclose(got, known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top),
+                    rtol=1e-5, atol=1e-9)
+
+
+def test_scores_without_a_kept_level_are_the_walks_bit_for_bit():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 5)).astype(np.float32)
+    walk = RandomWalk(build_knn_graph(X, 6, method="exact"))
+    coef, intercept = rng.normal(size=(5, 7)) * 3, rng.normal(size=7)
+    feature_rows = FeatureRows(walk, X, None)
+    feature_rows.smooth(np.arange(2), 2)  # two rows' neighbourhoods: no level
+    assert not feature_rows.keeps(2)
+    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 3, 2, feature_rows=feature_rows),
+                       known_class_confidence(walk, X, None, coef, intercept, 3, 2))
+    level = kept_level(walk, X, None, 2)  # a level for depth 2 serves no other depth
+    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 3, 1, feature_rows=level),
+                       known_class_confidence(walk, X, None, coef, intercept, 3, 1))
+    # with more features than depth x columns, X W's columns are walked, level or not
+    wide = rng.normal(size=(90, 14)).astype(np.float32)
+    wide_coef = rng.normal(size=(14, 7))
+    rows = np.array([5, 60, 61])
+    for asked in [None, rows]:
+        assert_array_equal(
+            known_class_confidence(walk, wide, None, wide_coef, intercept, 3, 2, asked,
+                                   feature_rows=kept_level(walk, wide, None, 2)),
+            known_class_confidence(walk, wide, None, wide_coef, intercept, 3, 2, asked))
 
 
 def test_most_confident_rows_by_hand():
