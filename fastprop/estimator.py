@@ -247,9 +247,10 @@ class FastProp(TransductiveEstimator):
         that maximises accuracy on it (see ``validation_rule``); a number or
         ``None`` is kept as given even then (the validation set still
         calibrates ``confidence_``, so that e.g. 0.5 rejects the samples whose
-        class is more likely wrong than right). ``"auto"`` without one: 0.5
-        once provisional classes have made the confidence a blend of class
-        probabilities (see ``provisional_classes``), else half of Otsu's split
+        class is more likely wrong than right). ``"auto"`` without one: as
+        many as 0.5 rejects of the blend of class probabilities the
+        provisional classes make (see ``provisional_classes``), by that blend
+        smoothed over the graph once (:func:`~fastprop.threshold.smoothed_ranking`), else half of Otsu's split
         of the reached samples' confidences (:func:`~fastprop.threshold.automatic_threshold`);
         a sample without a view is an outlier, as in the paper. It cannot know
         the outlier share as a validation set does: with no outlier it rejects

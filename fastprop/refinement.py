@@ -28,7 +28,8 @@ from .novelty import (
     second_largest,
 )
 from .prediction import NEIGHBOURHOOD_SHARE, NewPointCalibration, rescored_as_new_points
-from .threshold import FIRST_IDENTIFIED_BELOW, FIRST_IDENTIFIED_SHARE, fitted_threshold, share_threshold
+from .threshold import (FIRST_IDENTIFIED_BELOW, FIRST_IDENTIFIED_SHARE, fitted_threshold, share_threshold,
+                        smoothed_ranking)
 
 __all__ = ["Decision", "DecisionOptions", "calibrated_confidence", "decide_outliers", "first_threshold", "given_share",
            "provisional_step"]
@@ -90,7 +91,9 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
        confidence with them (unless ``provisional_classes=False``).
     3. With a validation set, :func:`calibrated_confidence` calibrates it.
     4. The final threshold (the setting, chosen on the validation set,
-       or ``"auto"``'s rule) rejects the unlabeled samples below it;
+       or ``"auto"``'s rule: unaided, with the confidence then smoothed
+       over the graph, :func:`fastprop.threshold.smoothed_ranking`)
+       rejects the unlabeled samples below it;
        without a validation set ``"auto"`` also rejects the samples no
        patch reached (they have no view), unless ``outlier_share=0``.
 
@@ -143,6 +146,9 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     judged = unlabeled if share is not None else reached
     threshold = fitted_threshold(options.outlier_threshold, final, predicted, judged, validation,
                                  options.validation_rule, probabilities=blended, share=share)
+    if blended and validation is None and isinstance(options.outlier_threshold, str) and share is None:
+        final, threshold = smoothed_ranking(context.walk, final, threshold, judged,
+                                            {1.0: np.flatnonzero(labeled), 0.0: known_outliers})
     timings["provisional"] = time.perf_counter() - clock
 
     fitted_class = predicted.copy()

@@ -48,7 +48,7 @@ from fastprop.novelty import (
 from fastprop.evaluation.protocol import outlier_auroc
 from fastprop.feature_rows import FeatureRows
 from fastprop.linear import fit_softmax_regression
-from fastprop.threshold import REJECT_ALL, share_threshold
+from fastprop.threshold import RANKING_SMOOTHING, REJECT_ALL, share_threshold, smoothed_ranking
 from reference import dense_random_walk
 
 
@@ -585,14 +585,40 @@ def test_final_confidence_weighs_the_known_class_confidence(monkeypatch, with_va
     else:
         model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
         weight = min(1.0, 2 * np.mean(known[y < 0] < 0.5))  # the share the provisional classes claim
-        assert model.outlier_threshold_ == 0.5  # "auto" on a blend of probabilities
     assert 0 < weight <= 1
     unlabeled = (y < 0) & ~np.isin(np.arange(len(y)), model.known_outliers_)
     # the rest is the largest label probability where a patch reached the sample, else the paper's confidence
     rest = np.where(model.view_count_ > 0, model.label_distributions_.max(axis=1),
                     0.5 * (model.multiview_confidence_ + model.confnet_confidence_))
     expected = np.clip((1 - weight) * rest + weight * known, 0, 1)
-    assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-15)
+    if with_validation is False:  # "auto": the blend smoothed over the graph once, as many rejected as at 0.5
+        assert np.all(model.view_count_[y < 0] > 0)
+        blend = np.where(y >= 0, 1.0, expected)
+        walk = dense_random_walk(model.graph_.toarray())
+        expected = (1 - RANKING_SMOOTHING) * blend + RANKING_SMOOTHING * walk @ blend
+        assert np.count_nonzero(model.confidence_[y < 0] < model.outlier_threshold_) == np.count_nonzero(
+            blend[y < 0] < 0.5) > 0
+    assert_allclose(model.confidence_[unlabeled], expected[unlabeled], rtol=0, atol=1e-12)
+
+
+def test_smoothed_ranking_matches_a_dense_walk_and_keeps_the_count():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    graph = build_knn_graph(X, 5, method="exact")
+    confidence = rng.random(60)
+    judged = np.arange(10, 60)
+    smoothed, threshold = smoothed_ranking(RandomWalk(graph), confidence, 0.4, judged, {1.0: np.arange(5),
+                                                                                         0.0: np.array([7])})
+    expected = 0.6 * confidence + 0.4 * dense_random_walk(graph.toarray()) @ confidence
+    expected[:5], expected[7] = 1.0, 0.0
+    assert_allclose(smoothed, expected, rtol=0, atol=1e-14)
+    assert np.count_nonzero(smoothed[judged] < threshold) == np.count_nonzero(confidence[judged] < 0.4) > 0
+    # the lowest by the smoothed confidence go, whatever they were before
+    rejected = smoothed[judged] < threshold
+    assert smoothed[judged][rejected].max() <= smoothed[judged][~rejected].min()
+    assert smoothed_ranking(RandomWalk(graph), confidence, 0.0, judged, {})[1] == 0.0  # none rejected: none
+    _, all_out = smoothed_ranking(RandomWalk(graph), confidence, 2.0, judged, {})
+    assert all_out == REJECT_ALL
 
 
 def test_share_threshold_by_hand():
@@ -868,9 +894,8 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
         X, y, validation=(validation, truth[validation]) if with_validation else None)
     assert len(identified) == builds
     assert model.n_provisional_classes_ > 0
-    if builds > 1:  # each build after the first gets what the fitted "auto" rejects
-        assert_array_equal(identified[-1], np.flatnonzero((model.confidence_ < 0.5) & (y < 0)))
-        assert model.outlier_threshold_ == 0.5
+    if builds > 1:  # each build after the first gets what the fitted "auto" rejects (here as many)
+        assert np.count_nonzero((model.transduction_ == -1) & (y < 0)) == len(identified[-1])
 
 
 @pytest.mark.parametrize(("setting", "with_validation", "pseudo_labels", "passed_on"),
@@ -1041,7 +1066,7 @@ def test_auto_reads_the_outlier_share_off_the_provisional_classes(monkeypatch, s
     unlabeled = np.flatnonzero(y < 0)
     assert model.n_provisional_classes_ == 2  # the last build: all of the unseeded cluster, for 4 seeds in 240
     assert abs(claimed_share(found["known"], unlabeled) - np.mean(truth[unlabeled] < 0)) < 0.01
-    assert model.outlier_threshold_ == 0.5
+    assert abs(np.mean(model.transduction_[unlabeled] == -1) - np.mean(truth[unlabeled] < 0)) < 0.01
     assert np.mean(model.transduction_[truth < 0] == -1) > 0.98
     assert np.mean(model.transduction_[truth >= 0] == truth[truth >= 0]) > 0.99
 
