@@ -330,11 +330,12 @@ def smoothed_ranking(walk, confidence, threshold, judged, fixed, smoothing=RANKI
     :func:`share_threshold`), the lowest by the smoothed confidence.
     ``"auto"``'s count and its ranking err apart (bench/RESULTS.md, issue
     #16 item 2): the ranking alone moves here. Measured without a
-    validation set (three data sets, 5 task seeds, 0-50% outliers, a
-    replay of the fits): +0.11 / +0.08 / +0.20 points a cell at 0.5 / 1 /
-    5% seeds, every cell at 30-50% outliers +0.13 to +0.63, the sentence
-    sets at 10% -0.10 to -0.57; outlier AUROC +0.2 to +1.3 but for
-    Banking77 at 10%. Cut at 0.5 instead (the count moving too) it
+    validation set (three data sets, 5 task seeds, 0-50% outliers):
+    +0.11 / +0.08 / +0.20 points a cell at 0.5 / 1 / 5% seeds, every cell
+    at 30-50% outliers +0.13 to +0.63, the sentence sets at 10% +0.01 to
+    -0.57; outlier AUROC +0.41 to +0.52 a cell; 50 intents +0.18, held-out
+    LSA +0.01, digits +0.11; the scale bench's mixture +0.3 / +1.5 / +1.9
+    at 10k / 100k / 1M. Cut at 0.5 instead (the count moving too) it
     rejects fewer in-class samples with no outlier (+0.3 to +1.0 points
     there) and loses at 10-30%.
 
