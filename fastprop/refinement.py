@@ -147,8 +147,8 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     threshold = fitted_threshold(options.outlier_threshold, final, predicted, judged, validation,
                                  options.validation_rule, probabilities=blended, share=share)
     if blended and validation is None and isinstance(options.outlier_threshold, str) and share is None:
-        final, threshold = smoothed_ranking(context.walk, final, threshold, judged,
-                                            {1.0: np.flatnonzero(labeled), 0.0: known_outliers})
+        final, threshold = smoothed_ranking(context.walk, final, threshold, judged, np.flatnonzero(labeled),
+                                            known_outliers)
     timings["provisional"] = time.perf_counter() - clock
 
     fitted_class = predicted.copy()

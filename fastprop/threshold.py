@@ -319,7 +319,7 @@ def share_threshold(confidence, share):
 RANKING_SMOOTHING = 0.4
 
 
-def smoothed_ranking(walk, confidence, threshold, judged, fixed, smoothing=RANKING_SMOOTHING):
+def smoothed_ranking(walk, confidence, threshold, judged, seeds, known_outliers, smoothing=RANKING_SMOOTHING):
     """The confidence smoothed over the graph once, and the threshold that rejects as many as before.
 
     ``(1 - smoothing) c + smoothing S c``, ``S`` the walk ``D~^-1 (W + I)``:
@@ -347,9 +347,8 @@ def smoothed_ranking(walk, confidence, threshold, judged, fixed, smoothing=RANKI
         The threshold on ``confidence``.
     judged : ndarray of int
         The samples the threshold decides (unlabeled, reached).
-    fixed : dict
-        ``{value: indices}`` set after the smoothing (the seeds' 1, the
-        known outliers' 0).
+    seeds, known_outliers : ndarray of int
+        Samples whose smoothed confidence is set to 1 and 0.
     smoothing : float, default=RANKING_SMOOTHING
 
     Returns
@@ -360,8 +359,8 @@ def smoothed_ranking(walk, confidence, threshold, judged, fixed, smoothing=RANKI
     confidence = np.asarray(confidence, dtype=np.float64)
     n_rejected = int(np.count_nonzero(confidence[judged] < threshold))
     smoothed = (1.0 - smoothing) * confidence + smoothing * walk.smooth(confidence[:, None], None, 1)[:, 0]
-    for value, indices in fixed.items():
-        smoothed[indices] = value
+    smoothed[seeds] = 1.0
+    smoothed[known_outliers] = 0.0
     np.clip(smoothed, 0.0, 1.0, out=smoothed)
     if judged.size == 0:
         return smoothed, threshold

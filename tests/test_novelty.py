@@ -607,8 +607,7 @@ def test_smoothed_ranking_matches_a_dense_walk_and_keeps_the_count():
     graph = build_knn_graph(X, 5, method="exact")
     confidence = rng.random(60)
     judged = np.arange(10, 60)
-    smoothed, threshold = smoothed_ranking(RandomWalk(graph), confidence, 0.4, judged, {1.0: np.arange(5),
-                                                                                         0.0: np.array([7])})
+    smoothed, threshold = smoothed_ranking(RandomWalk(graph), confidence, 0.4, judged, np.arange(5), np.array([7]))
     expected = 0.6 * confidence + 0.4 * dense_random_walk(graph.toarray()) @ confidence
     expected[:5], expected[7] = 1.0, 0.0
     assert_allclose(smoothed, expected, rtol=0, atol=1e-14)
@@ -616,8 +615,9 @@ def test_smoothed_ranking_matches_a_dense_walk_and_keeps_the_count():
     # the lowest by the smoothed confidence go, whatever they were before
     rejected = smoothed[judged] < threshold
     assert smoothed[judged][rejected].max() <= smoothed[judged][~rejected].min()
-    assert smoothed_ranking(RandomWalk(graph), confidence, 0.0, judged, {})[1] == 0.0  # none rejected: none
-    _, all_out = smoothed_ranking(RandomWalk(graph), confidence, 2.0, judged, {})
+    none = np.empty(0, dtype=np.int64)
+    assert smoothed_ranking(RandomWalk(graph), confidence, 0.0, judged, none, none)[1] == 0.0  # none rejected: none
+    _, all_out = smoothed_ranking(RandomWalk(graph), confidence, 2.0, judged, none, none)
     assert all_out == REJECT_ALL
 
 
