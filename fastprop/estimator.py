@@ -269,7 +269,7 @@ class FastProp(TransductiveEstimator):
         known-class confidence is weighed by it (instead of the share the
         provisional classes claim) and that share of the unlabeled samples
         (known ``outliers`` aside, which are rejected besides), those of
-        lowest confidence, is rejected
+        lowest confidence (smoothed over the graph once), is rejected
         (:func:`fastprop.threshold.share_threshold`), and so is every
         sample no patch reached; 0 rejects none (but the known outliers)
         and builds no provisional class. A validation set, or a threshold given (a number or None),

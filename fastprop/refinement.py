@@ -91,8 +91,8 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
        confidence with them (unless ``provisional_classes=False``).
     3. With a validation set, :func:`calibrated_confidence` calibrates it.
     4. The final threshold (the setting, chosen on the validation set,
-       or ``"auto"``'s rule: unaided, with the confidence then smoothed
-       over the graph, :func:`fastprop.threshold.smoothed_ranking`)
+       or ``"auto"``'s rule, the confidence then smoothed over the graph
+       without a validation set: :func:`fastprop.threshold.smoothed_ranking`)
        rejects the unlabeled samples below it;
        without a validation set ``"auto"`` also rejects the samples no
        patch reached (they have no view), unless ``outlier_share=0``.
@@ -146,7 +146,7 @@ def decide_outliers(context, found, unlabeled, validation, options, notify):
     judged = unlabeled if share is not None else reached
     threshold = fitted_threshold(options.outlier_threshold, final, predicted, judged, validation,
                                  options.validation_rule, probabilities=blended, share=share)
-    if blended and validation is None and isinstance(options.outlier_threshold, str) and share is None:
+    if blended and validation is None and isinstance(options.outlier_threshold, str):  # blended: share != 0
         final, threshold = smoothed_ranking(context.walk, final, threshold, judged, np.flatnonzero(labeled),
                                             known_outliers)
     timings["provisional"] = time.perf_counter() - clock

@@ -643,11 +643,23 @@ def test_a_given_share_weighs_the_known_class_confidence():
 
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 0.5])
-def test_auto_with_a_given_share_rejects_that_share(share):
+def test_auto_with_a_given_share_rejects_that_share(share, monkeypatch):
     """A hand-built mixture: two seeded clusters, two no seed reaches (half the unlabeled samples)."""
+    import fastprop.refinement as refinement
+
+    smoothings, original = [], refinement.smoothed_ranking
+
+    def recording(*args, **kwargs):
+        smoothings.append(original(*args, **kwargs))
+        return smoothings[-1]
+
+    monkeypatch.setattr(refinement, "smoothed_ranking", recording)
     X, y, truth = clusters(n_per=80)
     unlabeled = np.flatnonzero(y < 0)
     model = FastProp(n_neighbors=10, random_state=0, outlier_share=share).fit(X, y)
+    assert len(smoothings) == (share > 0)  # ranked by the blend smoothed over the graph, as many rejected
+    if smoothings:
+        assert_array_equal(smoothings[0][0], model.confidence_)
     rejected = model.transduction_[unlabeled] == -1
     assert rejected.sum() == round(share * unlabeled.size)
     assert model.outlier_threshold_ == share_threshold(model.confidence_[unlabeled], share)
