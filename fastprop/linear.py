@@ -7,6 +7,8 @@ is the mean (optionally weighted) cross-entropy plus ``0.5 * l2 *
 ||coef||^2``; the intercept is not penalised.
 """
 
+import copy
+
 import numpy as np
 from scipy.special import expit, log_expit, softmax
 
@@ -71,6 +73,12 @@ class SoftmaxLoss:
         self.product_features = features.astype(np.float32) if float32_products else features
         self.weighted_targets = sample_weight[:, None] * targets
         self.row_mass = self.weighted_targets.sum(axis=1)
+
+    def with_float32_products(self):
+        """This loss with ``float32_products`` set, sharing its targets and row masses (no second copy)."""
+        rounded = copy.copy(self)
+        rounded.product_features = self.features.astype(np.float32)
+        return rounded
 
     def __call__(self, params):
         """``(loss, gradient)`` at ``params``: ``coef`` (n_features, n_classes) then ``intercept``, flattened."""
@@ -195,8 +203,7 @@ def fit_softmax_regression(features, targets, *, l2=1e-4, sample_weight=None, ma
     if float32_products:
         # float32's rounding of the loss (~1e-7 of it) can end the search before ``tol`` is met: the float64
         # loss takes it on from there.
-        rounded = SoftmaxLoss(features, targets, weights, l2, float32_products=True)
-        params = _minimise(rounded, n_params, max_iter, tol, start, exact=loss)
+        params = _minimise(loss.with_float32_products(), n_params, max_iter, tol, start, exact=loss)
     else:
         params = _minimise(loss, n_params, max_iter, tol, start)
     coef = params[: n_features * n_classes].reshape(n_features, n_classes)

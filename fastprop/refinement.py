@@ -190,8 +190,9 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     Gives the samples ``identifying`` rejects provisional classes of their
     own and blends the known-class confidence with the label probability
     (:func:`fastprop.novelty.refined_confidence`). Without truth to
-    choose a threshold on (``"auto"`` then cuts the blend at 0.5, or
-    rejects the outlier share given) the classes are built ``AUTO_ROUNDS``
+    choose a threshold on (``"auto"`` then rejects as many as the blend's
+    cut at 0.5, or the outlier share given, by the blend smoothed over the
+    graph: :func:`decide_outliers`) the classes are built ``AUTO_ROUNDS``
     times, and without a share given each build is fitted again with its
     classes' most confident samples as rows, and from
     :data:`fastprop.novelty.RUNNER_UP_FROM` known classes up the final

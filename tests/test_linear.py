@@ -214,6 +214,13 @@ def test_float32_products_give_the_float64_loss_and_gradient_to_float32_rounding
     assert loss32 != loss64  # the products were taken in float32 ...
     assert_allclose(loss32, loss64, rtol=1e-6)  # ... to its rounding
     assert_allclose(gradient32, gradient64, rtol=0, atol=1e-6 * np.abs(gradient64).max())
+    exact = SoftmaxLoss(features, targets, weights, 1e-3)
+    rounded = exact.with_float32_products()  # the same loss, its arrays shared with the float64 one
+    assert rounded.weighted_targets is exact.weighted_targets and rounded.row_mass is exact.row_mass
+    shared_loss, shared_gradient = rounded(params)
+    assert shared_loss == loss32
+    assert_array_equal(shared_gradient, gradient32)
+    assert exact(params)[0] == loss64  # and the float64 loss is left as it was
 
 
 @pytest.mark.parametrize("n_samples", [200, 20])  # more rows than features, and fewer (the row-span basis)
