@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     OPENBLAS_NUM_THREADS=1 python bench/unsupervised.py --name unsupervised_v39
+    OPENBLAS_NUM_THREADS=1 python bench/unsupervised.py --baselines --label-ratio 0.005 --name auto_gap_0.005
     python bench/heldout_data.py --out /tmp/heldout
     OPENBLAS_NUM_THREADS=1 python bench/unsupervised.py --heldout /tmp/heldout --data banking77_lsa hwu64_lsa digits
 
@@ -22,7 +23,10 @@ by the protocol's rule (what ``"auto"`` is measured against in issue #16).
 Writes ``bench/results/<name>.md`` and ``.json``: accuracy with rejection,
 the share of in-class samples rejected and the outlier AUROC (which no
 threshold changes), mean ± std over the task seeds, and each row's paired
-difference from FastProp's ``"auto"``.
+difference from FastProp's ``"auto"``; below the table, issue #16 item 2's
+checks (``"auto"`` within 1.5 points of the reference in every cell, < 3% of
+the in-class samples rejected with no outlier). ``--baselines`` with no name
+fits FastProp's two rows only.
 """
 
 import argparse
@@ -49,6 +53,8 @@ BASELINE_RULES = (("no rejection", lambda confidence: -np.inf), ("half of Otsu",
                   ("Otsu", lambda confidence: otsu_threshold(np.clip(confidence, 0.0, 1.0))))
 AUTO = "FastProp, 'auto'"
 REFERENCE = "FastProp, validation set (reference)"
+#: Issue #16 item 2: ``"auto"`` within this many points of the reference in every cell.
+ITEM_2_GAP = 1.5
 
 
 def parse_args(argv=None):
@@ -58,7 +64,8 @@ def parse_args(argv=None):
     parser.add_argument("--label-ratio", type=float, default=0.01)
     parser.add_argument("--data", nargs="+", choices=list(DATA_SETS) + list(HELDOUT_SETS), default=list(DATA_SETS))
     parser.add_argument("--heldout", type=Path, help="directory of bench/heldout_data.py's files")
-    parser.add_argument("--baselines", nargs="+", choices=list(fb.METHOD_NAMES[1:]), default=list(BASELINES))
+    parser.add_argument("--baselines", nargs="*", choices=list(fb.METHOD_NAMES[1:]), default=list(BASELINES),
+                        help="the baselines to score (none: only FastProp's two rows, issue #16 item 2's gap)")
     parser.add_argument("--name", default="unsupervised")
     args = parser.parse_args(argv)
     if any(name in HELDOUT_SETS for name in args.data) and args.heldout is None:
@@ -146,7 +153,32 @@ def main(argv=None):
                ("seconds", "fit s", None)]
     meta = {"protocol": f"{args.label_ratio:g} labels, seeds 0..{args.seeds - 1}, no validation set "
                         "(but the reference row)"}
-    print(write_table(args.name, rows, columns, meta, title=f"Table 1 without a validation set: {args.name}"))
+    print(write_table(args.name, rows, columns, meta, title=f"Table 1 without a validation set: {args.name}",
+                      notes=gap_summary(rows)))
+
+
+def gap_summary(rows):
+    """Issue #16 item 2's two checks, as Markdown: ``"auto"`` within 1.5 points of the reference, and < 3% rejected.
+
+    Per cell, ``"auto"``'s accuracy minus the reference's (paired over the
+    task seeds); with no outlier, the share of in-class samples ``"auto"``
+    rejected.
+    """
+    by_cell = {}
+    for row in rows:
+        by_cell.setdefault((row["data"], row["noise"]), {})[row["method"]] = row
+    gaps, lines = [], []
+    for (name, noise), methods in by_cell.items():
+        auto, reference = np.array(methods[AUTO]["accuracy_runs"]), np.array(methods[REFERENCE]["accuracy_runs"])
+        gap = 100 * (auto - reference)
+        gaps.append(gap.mean())
+        rejected = f", in-class rejected {methods[AUTO]['rejected_in_class']} %" if noise == 0 else ""
+        lines.append(f"- {name} {noise:g}: {gap.mean():+.2f} ± {gap.std(ddof=1):.2f}"
+                     f" ({'within' if gap.mean() >= -ITEM_2_GAP else 'beyond'} {ITEM_2_GAP:g}){rejected}")
+    within = sum(gap >= -ITEM_2_GAP for gap in gaps)
+    head = (f"Issue #16 item 2, `\"auto\"` minus the reference (points, paired): {np.mean(gaps):+.2f} a cell, "
+            f"within {ITEM_2_GAP:g} points in {within} of {len(gaps)} cells.")
+    return "\n".join([head, ""] + lines)
 
 
 if __name__ == "__main__":
