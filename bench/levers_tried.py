@@ -54,6 +54,7 @@ from levers import DATA_SETS, load  # noqa: E402
 from fastprop import FastProp, build_knn_graph  # noqa: E402
 from fastprop.adjacency import RandomWalk  # noqa: E402
 from fastprop.confnet import confnet_confidence, structural_features  # noqa: E402
+from fastprop.feature_rows import FeatureRows  # noqa: E402
 from fastprop.linear import fit_logistic_regression, fit_softmax_regression, softmax_proba  # noqa: E402
 from fastprop.column_scores import known_class_confidence  # noqa: E402
 from fastprop.novelty import farthest_first, provisional_class_confidence  # noqa: E402
@@ -118,9 +119,13 @@ class Task:
 
     def known(self, identified):
         confidence, _ = provisional_class_confidence(
-            self.walk, self.X, self.scale, self.y, self.n_classes, identified, depth=DEPTH, l2=L2,
+            self.feature_rows(), self.y, self.n_classes, identified, depth=DEPTH, l2=L2,
             rng=np.random.default_rng(self.seed))
         return np.ones(self.y.size) if confidence is None else confidence
+
+    def feature_rows(self):
+        """A fresh FeatureRows of the task's features: it keeps no level until asked for many rows."""
+        return FeatureRows(self.walk, self.X, self.scale)
 
     def sgc_max(self):
         seeds = np.flatnonzero(self.labeled)
@@ -145,7 +150,7 @@ def kmeans_known(t, seeds, identified, rounds=10):
     weight = np.concatenate([np.ones(seeds.size), 1.0 / np.bincount(cluster, minlength=count)[cluster]])
     targets = np.eye(t.n_classes + count)[np.concatenate([t.y[seeds], t.n_classes + cluster])]
     coef, intercept = fit_softmax_regression(rows, targets, l2=L2, sample_weight=weight)
-    return known_class_confidence(t.walk, t.X, t.scale, coef, intercept, t.n_classes, DEPTH)
+    return known_class_confidence(t.feature_rows(), coef, intercept, t.n_classes, DEPTH)
 
 
 def levers(t):
@@ -166,8 +171,7 @@ def levers(t):
     rows = np.concatenate([seeds, pseudo])
     targets = np.concatenate([t.y[seeds], t.n_classes + np.arange(pseudo.size)])
     coef, intercept = fit_softmax_regression(t.smoothed[rows], np.eye(t.n_classes + pseudo.size)[targets], l2=L2)
-    out["pseudo-classes, fixed count"] = known_class_confidence(
-        t.walk, t.X, t.scale, coef, intercept, t.n_classes, DEPTH)
+    out["pseudo-classes, fixed count"] = known_class_confidence(t.feature_rows(), coef, intercept, t.n_classes, DEPTH)
 
     spread = t.smoothed.std(axis=0)
     spread[spread == 0] = 1

@@ -28,11 +28,11 @@ COLUMN_BLOCK = 16
 COLUMN_BLOCK_BYTES = 32 * 2**20
 
 
-def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, depth, rows=None, n_top=1,
-                           feature_rows=None):
+def known_class_confidence(feature_rows, coef, intercept, n_known, depth, rows=None, n_top=1):
     """The largest known-class probability (or the ``n_top`` largest, summed) of a softmax over smoothed ``X W``.
 
-    ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk;
+    ``p = softmax(S^depth diag(row_scale) X W + b)`` with ``S`` the walk
+    and ``X`` the features of ``feature_rows``;
     returns ``max_{k < n_known} p_k`` for every row of ``rows`` (with
     ``n_top`` > 1, the sum of its ``n_top`` largest known-class
     probabilities). The columns are smoothed :func:`column_block` at a
@@ -41,9 +41,11 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
 
     Parameters
     ----------
-    walk : fastprop.adjacency.RandomWalk
-    features : ndarray of shape (n, d), float32
-    row_scale : ndarray of shape (n,) or None
+    feature_rows : fastprop.feature_rows.FeatureRows
+        The fit's SGC rows of its features (``.walk``, ``.features`` of
+        shape (n, d), float32, ``.row_scale``): where it keeps the level
+        for ``depth``, the logits are its rows times ``W``, else the walk
+        of ``X W`` (see :func:`smoothed_logit_blocks`).
     coef : ndarray of shape (d, n_columns)
     intercept : ndarray of shape (n_columns,)
     n_known : int
@@ -55,21 +57,16 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     n_top : int, default=1
         How many of the largest known-class probabilities are summed
         (:func:`fastprop.novelty.known_top`).
-    feature_rows : fastprop.feature_rows.FeatureRows, optional
-        The fit's SGC rows of ``features``: where it keeps the level for
-        ``depth``, the logits are its rows times ``W`` (see
-        :func:`smoothed_logit_blocks`).
 
     Returns
     -------
     ndarray of shape (len(rows),) or (n,), float64, in [0, 1]
     """
-    n_rows = features.shape[0] if rows is None else len(rows)
+    n_rows = feature_rows.features.shape[0] if rows is None else len(rows)
     largest_known = np.full((n_rows, n_top), -np.inf)  # the n_top largest known logits so far, in no order
     running_max = np.full(n_rows, -np.inf)
     running_sum = np.zeros(n_rows)
-    for begin, end, first_row, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows,
-                                                               feature_rows):
+    for begin, end, first_row, logits in smoothed_logit_blocks(feature_rows, coef, depth, rows):
         at = slice(first_row, first_row + logits.shape[0])
         logits += intercept[begin:end]
         if n_known > begin:
@@ -80,16 +77,14 @@ def known_class_confidence(walk, features, row_scale, coef, intercept, n_known, 
     return np.exp(largest_known - running_max[:, None]).sum(axis=1) / running_sum
 
 
-def most_probable_columns(walk, features, row_scale, coef, intercept, depth, rows, feature_rows=None):
+def most_probable_columns(feature_rows, coef, intercept, depth, rows):
     """Each row's most probable column of a softmax over smoothed ``X W``, and its probability.
 
     Parameters
     ----------
-    walk, features, row_scale, coef, intercept, depth
+    feature_rows, coef, intercept, depth
         As for :func:`known_class_confidence`.
     rows : ndarray of int64
-    feature_rows : fastprop.feature_rows.FeatureRows, optional
-        As for :func:`known_class_confidence`.
 
     Returns
     -------
@@ -102,8 +97,7 @@ def most_probable_columns(walk, features, row_scale, coef, intercept, depth, row
     running_max = np.full(rows.size, -np.inf)
     running_sum = np.zeros(rows.size)
     if rows.size:
-        for begin, end, _, logits in smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows,
-                                                           feature_rows):
+        for begin, end, _, logits in smoothed_logit_blocks(feature_rows, coef, depth, rows):
             logits += intercept[begin:end]
             block_best = logits.max(axis=1)
             better = block_best > best_logit
@@ -122,7 +116,7 @@ def column_block(n_samples):
     return max(COLUMN_BLOCK, COLUMN_BLOCK_BYTES // (8 * max(n_samples, 1)))
 
 
-def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows, feature_rows=None):
+def smoothed_logit_blocks(feature_rows, coef, depth, rows):
     """Yield ``(begin, end, first_row, logits)``: ``S^depth diag(row_scale) X W[:, begin:end]`` at some rows.
 
     :func:`column_block` columns at a time; all rows a block of rows at a
@@ -136,11 +130,22 @@ def smoothed_logit_blocks(walk, features, row_scale, coef, depth, rows, feature_
     taken on the features: each block of rows is the level's last step,
     ``S^depth diag(row_scale) X``, times ``W`` in float64, instead of
     ``depth`` steps over every block of columns of ``X W``. The same
-    logits to rounding (the products' order differs).
+    logits to rounding (the products' order differs). A fresh
+    ``FeatureRows(walk, features, row_scale)``, not yet asked for many
+    rows, keeps no level: then ``X W`` is walked.
+
+    Parameters
+    ----------
+    feature_rows : fastprop.feature_rows.FeatureRows
+        The fit's SGC rows of its features: ``S`` is its ``.walk``, ``X``
+        its ``.features`` and ``row_scale`` its ``.row_scale``.
+    coef : ndarray of shape (d, n_columns)
+    depth : int
+    rows : ndarray of int or None
     """
+    walk, features, row_scale = feature_rows.walk, feature_rows.features, feature_rows.row_scale
     block = column_block(features.shape[0])
-    if feature_rows is not None and feature_rows.keeps(depth) and _level_is_cheaper(features.shape[1], coef.shape[1],
-                                                                                    depth):
+    if feature_rows.keeps(depth) and _level_is_cheaper(features.shape[1], coef.shape[1], depth):
         row_blocks = feature_rows.smooth_in_blocks(depth) if rows is None else [(0, feature_rows.smooth(rows, depth))]
         for first_row, smoothed in row_blocks:
             for begin in range(0, coef.shape[1], block):

@@ -27,7 +27,6 @@ never an (n, n_features) smoothed copy.
 import numpy as np
 
 from .column_scores import known_class_confidence, most_probable_columns
-from .feature_rows import FeatureRows
 from .linear import fit_softmax_regression, one_hot
 from .threshold import MANY_CLASSES, PROBABILITY_CUT
 
@@ -375,7 +374,7 @@ def known_top(with_validation, unaided_auto, n_classes):
     return 1
 
 
-def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_known, feature_rows=None):
+def refit_rows(feature_rows, coef, intercept, depth, candidates, n_known):
     """The rows a provisional build is fitted again with, and their column.
 
     Every candidate goes to its most probable column (:func:`fastprop.column_scores.most_probable_columns`).
@@ -389,28 +388,25 @@ def refit_rows(walk, features, row_scale, coef, intercept, depth, candidates, n_
 
     Parameters
     ----------
-    walk, features, row_scale, coef, intercept, depth
+    feature_rows, coef, intercept, depth
         As for :func:`fastprop.column_scores.known_class_confidence`.
     candidates : ndarray of int64
         The samples that may be taken, sorted.
     n_known : int
         The first ``n_known`` columns are the known classes'.
-    feature_rows : fastprop.feature_rows.FeatureRows, optional
-        As for :func:`fastprop.column_scores.most_probable_columns`.
 
     Returns
     -------
     rows, columns : ndarray of int64
         As :func:`most_confident_rows` returns them.
     """
-    column, probability = most_probable_columns(walk, features, row_scale, coef, intercept, depth, candidates,
-                                                feature_rows)
+    column, probability = most_probable_columns(feature_rows, coef, intercept, depth, candidates)
     provisional = column >= n_known
     if not provisional.any() or np.mean(probability[provisional] > PROBABILITY_CUT) < MIN_HELD_SHARE:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     n_columns = coef.shape[1]
     per_column = np.r_[np.full(n_known, REFIT_ROWS_KNOWN), np.full(n_columns - n_known, REFIT_ROWS_PROVISIONAL)]
-    fragment = known_edge_share(walk.graph, candidates, column, n_known, n_columns) >= FRAGMENT_EDGE_SHARE
+    fragment = known_edge_share(feature_rows.walk.graph, candidates, column, n_known, n_columns) >= FRAGMENT_EDGE_SHARE
     per_column[n_known:][fragment] = 0
     return most_confident_rows(candidates, column, probability, per_column)
 
@@ -526,17 +522,18 @@ def top_up_rows(seed_class, n_classes, pseudo, pseudo_class, excluded, rows_per_
     return pseudo[taken], pseudo_class[taken]
 
 
-def provisional_class_confidence(walk, features, row_scale, seed_class, n_classes, identified, *, depth, l2, rng,
+def provisional_class_confidence(feature_rows, seed_class, n_classes, identified, *, depth, l2, rng,
                                  known_outliers=None, max_iter=FULL_ITERATIONS, represented=None, rows=None,
-                                 pseudo_labels=None, refit_candidates=None, n_top=1, feature_rows=None):
+                                 pseudo_labels=None, refit_candidates=None, n_top=1):
     """Known-class confidence once the identified outliers have classes of their own.
 
     Parameters
     ----------
-    walk : fastprop.adjacency.RandomWalk
-    features : ndarray of shape (n, d), float32
-    row_scale : ndarray of shape (n,) or None
-        Inverse row norms (None for unit rows).
+    feature_rows : fastprop.feature_rows.FeatureRows
+        The fit's SGC rows of its features (``.walk``, ``.features`` of
+        shape (n, d), float32, ``.row_scale``, the inverse row norms or
+        None for unit rows): one kept level serves every build, and a fresh
+        one keeps none until asked for many rows.
     seed_class : ndarray of shape (n,), int64
         Class index of the seeds, -1 elsewhere.
     n_classes : int
@@ -574,9 +571,6 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
         (training rows and known outliers aside), when it takes any.
     n_top : int, default=1
         See :func:`fastprop.column_scores.known_class_confidence`.
-    feature_rows : fastprop.feature_rows.FeatureRows, optional
-        The fit's SGC rows of ``features`` (one kept level serves every
-        build); default a new one.
 
     Returns
     -------
@@ -595,7 +589,7 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     if n_provisional == 0:
         return None, 0
     # Dense candidates only: a provisional seed on a stray sample would claim nothing.
-    weighted_degree = np.asarray(walk.graph.sum(axis=1), dtype=np.float64).ravel()
+    weighted_degree = np.asarray(feature_rows.walk.graph.sum(axis=1), dtype=np.float64).ravel()
     dense = identified[weighted_degree[identified] >= np.median(weighted_degree)]
     candidates = dense if dense.size >= n_provisional else identified
     if candidates.size > MAX_CANDIDATES:
@@ -609,7 +603,6 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
     if n_known == n_provisional:
         candidates = np.empty(0, dtype=np.int64)
     members = np.concatenate([seeds, extra])  # the known classes' training rows
-    feature_rows = FeatureRows(walk, features, row_scale) if feature_rows is None else feature_rows
     smoothed = feature_rows.smooth(np.concatenate([members, known, candidates]), depth)
     unit = smoothed / np.maximum(np.linalg.norm(smoothed, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     anchors, known_rows = unit[: seeds.size], unit[members.size : members.size + known.size]
@@ -624,16 +617,14 @@ def provisional_class_confidence(walk, features, row_scale, seed_class, n_classe
                                              float32_products=True)
     if refit_candidates is not None:
         pool = np.setdiff1d(refit_candidates, np.concatenate([members, known, candidates[picked]]))
-        more, more_column = refit_rows(walk, features, row_scale, coef, intercept, depth, pool, n_classes,
-                                       feature_rows)
+        more, more_column = refit_rows(feature_rows, coef, intercept, depth, pool, n_classes)
         if more.size:
             training = np.concatenate([training, feature_rows.smooth(more, depth)])
             targets = np.concatenate([targets, more_column])
             coef, intercept = fit_softmax_regression(training, one_hot(targets, n_columns), l2=l2,
                                                      max_iter=max_iter, tol=REFIT_TOL, initial=(coef, intercept),
                                                      float32_products=True)
-    confidence = known_class_confidence(walk, features, row_scale, coef, intercept, n_classes, depth, rows, n_top,
-                                        feature_rows)
+    confidence = known_class_confidence(feature_rows, coef, intercept, n_classes, depth, rows, n_top)
     return confidence, n_provisional
 
 

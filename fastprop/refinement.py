@@ -247,11 +247,10 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
 
     def build_classes(identified, represented, max_iter, rows):
         return provisional_class_confidence(
-            context.walk, context.features, context.row_scale, context.seed_class, context.n_classes,
-            identified, depth=predictor_depth, l2=predictor_l2, rng=context.rng,
-            known_outliers=context.known_outliers, max_iter=max_iter, represented=represented, rows=rows,
-            pseudo_labels=found.pseudo_labels, refit_candidates=refit_candidates, n_top=n_top,
-            feature_rows=context.feature_rows,
+            context.feature_rows, context.seed_class, context.n_classes, identified, depth=predictor_depth,
+            l2=predictor_l2, rng=context.rng, known_outliers=context.known_outliers, max_iter=max_iter,
+            represented=represented, rows=rows, pseudo_labels=found.pseudo_labels,
+            refit_candidates=refit_candidates, n_top=n_top,
         )
 
     runner_up = None

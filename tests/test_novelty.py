@@ -132,7 +132,7 @@ def test_known_class_confidence_matches_a_dense_softmax(n_columns, depth, n_know
     intercept = rng.normal(size=n_columns)
     scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
     n_known = min(n_known, n_columns)
-    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top)
+    got = known_class_confidence(FeatureRows(walk, X, scale), coef, intercept, n_known, depth, n_top=n_top)
     # the n_top largest known-class probabilities of each row, summed (all of them with fewer known classes)
     expected = -np.sort(-dense_softmax(X, graph, scale, coef, intercept, depth)[:, :n_known], axis=1)[:, :n_top]
     assert_allclose(got, expected.sum(axis=1), rtol=1e-5, atol=1e-9)
@@ -147,11 +147,12 @@ def test_most_probable_columns_match_a_dense_softmax(n_columns, depth, column_bl
     coef, intercept = rng.normal(size=(6, n_columns)) * 3, rng.normal(size=n_columns)
     scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
     rows = np.sort(rng.choice(120, size=90, replace=False))
-    column, probability = most_probable_columns(RandomWalk(graph), X, scale, coef, intercept, depth, rows)
+    column, probability = most_probable_columns(FeatureRows(RandomWalk(graph), X, scale), coef, intercept, depth, rows)
     expected = dense_softmax(X, graph, scale, coef, intercept, depth)[rows]
     assert_array_equal(column, expected.argmax(axis=1))
     assert_allclose(probability, expected.max(axis=1), rtol=1e-6)
-    empty = most_probable_columns(RandomWalk(graph), X, scale, coef, intercept, depth, np.empty(0, dtype=np.int64))
+    empty = most_probable_columns(FeatureRows(RandomWalk(graph), X, scale), coef, intercept, depth,
+                                  np.empty(0, dtype=np.int64))
     assert empty[0].size == empty[1].size == 0
 
 
@@ -182,19 +183,18 @@ def test_scores_from_the_kept_level_match_a_dense_softmax(n_columns, depth, n_to
     operator = np.linalg.matrix_power(dense / dense.sum(axis=1, keepdims=True), depth)
     expected = softmax(operator @ (X.astype(np.float64) * scale[:, None]) @ coef + intercept, axis=1)  # W in float64
     n_known = min(2, n_columns)
-    got = known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top,
-                                 feature_rows=feature_rows)
+    got = known_class_confidence(feature_rows, coef, intercept, n_known, depth, n_top=n_top)
     top = -np.sort(-expected[:, :n_known], axis=1)[:, :n_top]
     assert_allclose(got, top.sum(axis=1), rtol=1e-10, atol=1e-12)
     rows = np.sort(rng.choice(100, size=40, replace=False))
-    assert_allclose(known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, rows, n_top, feature_rows),
-                    got[rows], rtol=1e-12)
-    column, probability = most_probable_columns(walk, X, scale, coef, intercept, depth, rows, feature_rows)
+    assert_allclose(known_class_confidence(feature_rows, coef, intercept, n_known, depth, rows, n_top), got[rows],
+                    rtol=1e-12)
+    column, probability = most_probable_columns(feature_rows, coef, intercept, depth, rows)
     assert_array_equal(column, expected[rows].argmax(axis=1))
     assert_allclose(probability, expected[rows].max(axis=1), rtol=1e-10)
     # and the walk of X W's columns (W rounded to float32 there) agrees with it
-    assert_allclose(got, known_class_confidence(walk, X, scale, coef, intercept, n_known, depth, n_top=n_top),
-                    rtol=1e-5, atol=1e-9)
+    assert_allclose(got, known_class_confidence(FeatureRows(walk, X, scale), coef, intercept, n_known, depth,
+                                                n_top=n_top), rtol=1e-5, atol=1e-9)
 
 
 def test_scores_without_a_kept_level_are_the_walks_bit_for_bit():
@@ -205,20 +205,19 @@ def test_scores_without_a_kept_level_are_the_walks_bit_for_bit():
     feature_rows = FeatureRows(walk, X, None)
     feature_rows.smooth(np.arange(2), 2)  # two rows' neighbourhoods: no level
     assert not feature_rows.keeps(2)
-    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 3, 2, feature_rows=feature_rows),
-                       known_class_confidence(walk, X, None, coef, intercept, 3, 2))
+    assert_array_equal(known_class_confidence(feature_rows, coef, intercept, 3, 2),
+                       known_class_confidence(FeatureRows(walk, X, None), coef, intercept, 3, 2))
     level = kept_level(walk, X, None, 2)  # a level for depth 2 serves no other depth
-    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 3, 1, feature_rows=level),
-                       known_class_confidence(walk, X, None, coef, intercept, 3, 1))
+    assert_array_equal(known_class_confidence(level, coef, intercept, 3, 1),
+                       known_class_confidence(FeatureRows(walk, X, None), coef, intercept, 3, 1))
     # with more features than depth x columns, X W's columns are walked, level or not
     wide = rng.normal(size=(90, 14)).astype(np.float32)
     wide_coef = rng.normal(size=(14, 7))
     rows = np.array([5, 60, 61])
     for asked in [None, rows]:
         assert_array_equal(
-            known_class_confidence(walk, wide, None, wide_coef, intercept, 3, 2, asked,
-                                   feature_rows=kept_level(walk, wide, None, 2)),
-            known_class_confidence(walk, wide, None, wide_coef, intercept, 3, 2, asked))
+            known_class_confidence(kept_level(walk, wide, None, 2), wide_coef, intercept, 3, 2, asked),
+            known_class_confidence(FeatureRows(walk, wide, None), wide_coef, intercept, 3, 2, asked))
 
 
 def test_most_confident_rows_by_hand():
@@ -310,7 +309,7 @@ def test_refit_rows_match_the_slow_rules(fragment_share, monkeypatch):
     graph = build_knn_graph(X, 6, method="exact")
     coef, intercept = rng.normal(size=(6, 9)) * 4, rng.normal(size=9)
     rows = np.sort(rng.choice(150, size=120, replace=False))
-    taken, taken_column = refit_rows(RandomWalk(graph), X, None, coef, intercept, 1, rows, 4)
+    taken, taken_column = refit_rows(FeatureRows(RandomWalk(graph), X, None), coef, intercept, 1, rows, 4)
     probability = dense_softmax(X, graph, np.ones(150), coef, intercept, 1)[rows]
     expected, expected_column = slow_refit_rows(probability, rows, graph, 4, REFIT_ROWS_KNOWN,
                                                 REFIT_ROWS_PROVISIONAL, fragment_share)
@@ -328,13 +327,13 @@ def test_refit_rows_take_no_provisional_rows_from_fragments_and_none_at_all_with
     coef, intercept = rng.normal(size=(6, 9)) * 4, rng.normal(size=9)
     rows = np.arange(150)
     monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", 0.0)  # every provisional column a fragment
-    _, taken_column = refit_rows(walk, X, None, coef, intercept, 1, rows, 4)
+    _, taken_column = refit_rows(FeatureRows(walk, X, None), coef, intercept, 1, rows, 4)
     assert taken_column.size and np.all(taken_column < 4)
     monkeypatch.setattr(fastprop.novelty, "FRAGMENT_EDGE_SHARE", 1.01)  # none
-    _, taken_column = refit_rows(walk, X, None, coef, intercept, 1, rows, 4)
+    _, taken_column = refit_rows(FeatureRows(walk, X, None), coef, intercept, 1, rows, 4)
     assert np.any(taken_column >= 4)
     # Flat logits: no provisional column holds anything with probability above 1/2, so no refit at all.
-    taken, taken_column = refit_rows(walk, X, None, coef * 1e-3, intercept * 0, 1, rows, 4)
+    taken, taken_column = refit_rows(FeatureRows(walk, X, None), coef * 1e-3, intercept * 0, 1, rows, 4)
     assert taken.size == taken_column.size == 0
 
 
@@ -347,12 +346,12 @@ def test_known_class_confidence_of_all_rows_in_blocks_is_bit_for_bit_that_at_onc
     X = rng.normal(size=(90, 5)).astype(np.float32)
     walk = RandomWalk(build_knn_graph(X, 6, method="exact"))
     coef, intercept = rng.normal(size=(5, COLUMN_BLOCK + 3)) * 3, rng.normal(size=COLUMN_BLOCK + 3)
-    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
-    at_once = known_class_confidence(walk, X, scale, coef, intercept, 4, depth, n_top=n_top)  # one block of 90 rows
+    feature_rows = FeatureRows(walk, X, 1 / np.linalg.norm(X.astype(np.float64), axis=1))  # no level: X W walked
+    at_once = known_class_confidence(feature_rows, coef, intercept, 4, depth, n_top=n_top)  # one block of 90 rows
     monkeypatch.setattr(fastprop.adjacency, "BLOCK_ROWS", 16)
-    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, n_top=n_top), at_once)
+    assert_array_equal(known_class_confidence(feature_rows, coef, intercept, 4, depth, n_top=n_top), at_once)
     rows = np.array([89, 3, 40])
-    assert_array_equal(known_class_confidence(walk, X, scale, coef, intercept, 4, depth, rows, n_top), at_once[rows])
+    assert_array_equal(known_class_confidence(feature_rows, coef, intercept, 4, depth, rows, n_top), at_once[rows])
 
 
 def clusters(seed=0, n_per=60, n_unseeded=2):
@@ -373,7 +372,7 @@ def test_unseeded_clusters_lose_known_class_confidence():
     seed_class = y.copy()
     identified = np.flatnonzero(truth == -1)[::2]  # half of the outliers rejected at first
     confidence, n_provisional = provisional_class_confidence(
-        walk, X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), seed_class, 2, identified,
+        FeatureRows(walk, X, 1 / np.linalg.norm(X.astype(np.float64), axis=1)), seed_class, 2, identified,
         depth=2, l2=1e-4, rng=np.random.default_rng(0),
     )
     assert n_provisional == n_provisional_classes(identified.size, 4, y.size) > 0
@@ -390,7 +389,8 @@ def test_a_sample_of_the_seeds_keeps_every_class(monkeypatch):
     monkeypatch.setattr(fastprop.novelty, "MAX_SEEDS", 3)
     walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
     confidence, _ = provisional_class_confidence(
-        walk, X, None, y, 2, np.flatnonzero(truth == -1)[::2], depth=2, l2=1e-4, rng=np.random.default_rng(0),
+        FeatureRows(walk, X, None), y, 2, np.flatnonzero(truth == -1)[::2], depth=2, l2=1e-4,
+        rng=np.random.default_rng(0),
     )
     in_class_0 = np.flatnonzero((truth == 0) & (y < 0))
     assert np.median(confidence[in_class_0]) > 0.5  # class 0 kept a seed: its members are not outliers
@@ -421,7 +421,8 @@ def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
     pseudo[3] = identified[0]  # one of them was rejected since: not taken, the next one is
     depth, n_classes = 2, 2
     confidence, n_provisional = provisional_class_confidence(
-        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        FeatureRows(RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1)), y, n_classes,
+        identified,
         depth=depth, l2=1e-4, rng=np.random.default_rng(0), pseudo_labels=(pseudo, pseudo_class),
     )
     # Reference: dense S^depth of the unit rows; each class has 2 seeds, so TOP_UP_ROWS - 2 of its labels join.
@@ -439,7 +440,8 @@ def test_pseudo_labels_are_training_rows_of_their_class_not_anchors():
     expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
     assert_allclose(confidence, expected, rtol=0, atol=1e-7)
     without, _ = provisional_class_confidence(
-        RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
+        FeatureRows(RandomWalk(graph), X, None), y, n_classes, identified, depth=depth, l2=1e-4,
+        rng=np.random.default_rng(0),
     )
     assert np.max(np.abs(without - confidence)) > 1e-3  # the labels are used
 
@@ -458,7 +460,8 @@ def test_a_build_is_fitted_again_on_every_class_s_most_confident_samples(fragmen
     unlabeled = np.flatnonzero(y < 0)
     depth, n_classes = 2, 2
     confidence, n_provisional = provisional_class_confidence(
-        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        FeatureRows(RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1)), y, n_classes,
+        identified,
         depth=depth, l2=1e-4, rng=np.random.default_rng(0), refit_candidates=unlabeled,
     )
     walk = np.linalg.matrix_power(dense_random_walk(graph.toarray()), depth)
@@ -482,12 +485,14 @@ def test_a_build_is_fitted_again_on_every_class_s_most_confident_samples(fragmen
     expected = softmax(smoothed @ coef + intercept, axis=1)[:, :n_classes].max(axis=1)
     assert_allclose(confidence, expected, rtol=0, atol=1e-7)
     once, _ = provisional_class_confidence(
-        RandomWalk(graph), X, None, y, n_classes, identified, depth=depth, l2=1e-4, rng=np.random.default_rng(0),
+        FeatureRows(RandomWalk(graph), X, None), y, n_classes, identified, depth=depth, l2=1e-4,
+        rng=np.random.default_rng(0),
     )
     assert np.max(np.abs(once - confidence)) > 1e-3  # the refit is used
     rows = unlabeled[::3]  # a scouting build: the same refit, read at its rows only
     scouted, _ = provisional_class_confidence(
-        RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1), y, n_classes, identified,
+        FeatureRows(RandomWalk(graph), X, 1 / np.linalg.norm(X.astype(np.float64), axis=1)), y, n_classes,
+        identified,
         depth=depth, l2=1e-4, rng=np.random.default_rng(0), refit_candidates=unlabeled, rows=rows,
     )
     assert_array_equal(scouted, confidence[rows])
@@ -497,7 +502,8 @@ def test_nothing_identified_means_no_provisional_class():
     X, y, _ = clusters()
     walk = RandomWalk(build_knn_graph(X, 8, method="exact"))
     confidence, n_provisional = provisional_class_confidence(
-        walk, X, None, y, 2, np.empty(0, dtype=np.int64), depth=2, l2=1e-4, rng=np.random.default_rng(0),
+        FeatureRows(walk, X, None), y, 2, np.empty(0, dtype=np.int64), depth=2, l2=1e-4,
+        rng=np.random.default_rng(0),
     )
     assert confidence is None and n_provisional == 0
 
@@ -872,17 +878,19 @@ def test_known_class_confidence_of_some_rows_is_bit_for_bit_that_of_all_rows():
     rng = np.random.default_rng(3)
     coef, intercept = rng.normal(size=(8, COLUMN_BLOCK + 3)), rng.normal(size=COLUMN_BLOCK + 3)
     rows = np.array([200, 3, 150, 3, 77])
-    every = known_class_confidence(walk, X, None, coef, intercept, 2, 2)
-    assert_array_equal(known_class_confidence(walk, X, None, coef, intercept, 2, 2, rows), every[rows])
+    every = known_class_confidence(FeatureRows(walk, X, None), coef, intercept, 2, 2)
+    assert_array_equal(known_class_confidence(FeatureRows(walk, X, None), coef, intercept, 2, 2, rows), every[rows])
     # ... and so is provisional_class_confidence's, for the same draws; `represented` sets how many classes.
     identified = np.flatnonzero(truth == -1)[::4]
-    arguments = (walk, X, None, y, 2, identified)
-    options = dict(depth=2, l2=1e-4)
-    full, n_full = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), **options)
-    some, n_some = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), rows=rows, **options)
+
+    def build(**kwargs):  # a fresh FeatureRows and the same draws for each build
+        return provisional_class_confidence(FeatureRows(walk, X, None), y, 2, identified, depth=2, l2=1e-4,
+                                            rng=np.random.default_rng(0), **kwargs)
+
+    full, n_full = build()
+    some, n_some = build(rows=rows)
     assert_array_equal(some, full[rows]) and n_some == n_full
-    _, n_more = provisional_class_confidence(*arguments, rng=np.random.default_rng(0), represented=4 * identified.size,
-                                             **options)
+    _, n_more = build(represented=4 * identified.size)
     assert n_full == n_provisional_classes(identified.size, 4, y.size)
     assert n_more == n_provisional_classes(4 * identified.size, 4, y.size) > n_full
 
@@ -897,7 +905,7 @@ def test_only_auto_without_validation_builds_the_provisional_classes_again(monke
     identified = []
 
     def recording(*args, **kwargs):
-        identified.append(args[5])
+        identified.append(args[3])
         return provisional_class_confidence(*args, **kwargs)
 
     monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
@@ -1016,7 +1024,7 @@ def test_with_many_unlabeled_samples_the_scouting_builds_read_a_sample(monkeypat
     calls = []
 
     def recording(*args, **kwargs):
-        calls.append((args[5].size, kwargs["represented"], kwargs["rows"]))
+        calls.append((args[3].size, kwargs["represented"], kwargs["rows"]))
         return provisional_class_confidence(*args, **kwargs)
 
     monkeypatch.setattr(refinement, "provisional_class_confidence", recording)
@@ -1143,8 +1151,8 @@ def test_known_outliers_among_the_first_samples_are_counted_once(monkeypatch):
         confidence, n_provisional = provisional_class_confidence(*args, **kwargs)
         known = kwargs["known_outliers"]
         if not counts:  # the first build: its samples include the known outliers
-            assert np.all(np.isin(known, args[5]))
-            once = np.setdiff1d(args[5], known).size + known.size
+            assert np.all(np.isin(known, args[3]))
+            once = np.setdiff1d(args[3], known).size + known.size
             counts.append((n_provisional, max(n_provisional_classes(once, n_seeds, y.size), known.size),
                            max(n_provisional_classes(once + known.size, n_seeds, y.size), known.size)))
         return confidence, n_provisional

@@ -75,19 +75,20 @@ def test_known_outliers_are_the_first_provisional_seeds():
     from fastprop.adjacency import RandomWalk
     from fastprop.linear import fit_softmax_regression
     from fastprop.column_scores import known_class_confidence
+    from fastprop.feature_rows import FeatureRows
 
     X, y, _ = data()
     walk = RandomWalk(FastProp(n_neighbors=8).fit(X, y).graph_)
     row_scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1)
     known = np.array([200, 250])
-    confidence, n = provisional_class_confidence(walk, X, row_scale, y, 3, np.empty(0, dtype=np.int64), depth=2,
-                                                 l2=3e-5, rng=np.random.default_rng(0), known_outliers=known)
+    confidence, n = provisional_class_confidence(FeatureRows(walk, X, row_scale), y, 3, np.empty(0, dtype=np.int64),
+                                                 depth=2, l2=3e-5, rng=np.random.default_rng(0), known_outliers=known)
     assert n == 2
     seeds = np.flatnonzero(y >= 0)
     rows = walk.smooth(X, np.r_[seeds, known], 2, row_scale=row_scale)
     coef, intercept = fit_softmax_regression(rows, np.eye(5)[np.r_[y[seeds], 3, 4]], l2=3e-5,
                                              float32_products=True)  # as FastProp fits it
-    expected = known_class_confidence(walk, X, row_scale, coef, intercept, 3, 2)
+    expected = known_class_confidence(FeatureRows(walk, X, row_scale), coef, intercept, 3, 2)
     # float32 products round the rows' sums in the order of the rows, which farthest-first may change
     np.testing.assert_allclose(confidence, expected, rtol=0, atol=1e-6)
 
