@@ -68,6 +68,8 @@ def parse_args(argv=None):
                         help="the baselines to score (none: only FastProp's two rows, issue #16 item 2's gap)")
     parser.add_argument("--name", default="unsupervised")
     args = parser.parse_args(argv)
+    if args.seeds < 2:
+        parser.error(f"--seeds {args.seeds}: at least 2, every row reports a spread over the task seeds")
     if any(name in HELDOUT_SETS for name in args.data) and args.heldout is None:
         parser.error("--data " + " ".join(n for n in args.data if n in HELDOUT_SETS) + " needs --heldout DIR "
                      "(run python bench/heldout_data.py --out DIR first)")
