@@ -224,8 +224,9 @@ def provisional_step(context, found, first, predicted, identifying, unlabeled, v
     confidence : ndarray of shape (n_samples,)
     blended : bool
         Whether it is a blend of class probabilities (provisional classes
-        were built): ``"auto"``'s cut is then 0.5
-        (:func:`fastprop.threshold.fitted_threshold`).
+        were built): ``"auto"`` then rejects as many as its cut at 0.5
+        (:func:`fastprop.threshold.fitted_threshold`), by the blend smoothed
+        over the graph (:func:`fastprop.threshold.smoothed_ranking`).
     n_provisional : int
     """
     labeled = context.seed_class >= 0
