@@ -32,6 +32,9 @@ NAN_AS_TEXT = ("Its class 'nan' may be a missing label: NumPy turns a NaN in a l
                "pass numpy.array(y, dtype=object) (or a pandas Series) to keep it a NaN. ")
 #: The default marker of an unlabeled sample in ``y`` (and of an outlier in the outputs).
 UNLABELED = -1
+#: ``FastProp.score`` warns when at least this share of its ``y`` is the unlabeled marker: so many
+#: known outliers are rare, a semi-supervised ``y`` in scikit-learn's model selection is not (~99%).
+MARKED_SHARE_WARNING = 0.9
 
 
 def _shown_values(values):
@@ -271,6 +274,20 @@ def encode_known(labels, classes, unlabeled=UNLABELED, *, name, unknown_is_wrong
             f"{unlabeled!r} for samples of no known class.{hint}"
         )
     return encoded
+
+
+def warn_if_mostly_marked(truth, unlabeled, stacklevel):
+    """Warn when :data:`MARKED_SHARE_WARNING` of a scored ``truth`` (:func:`encode_known`) is the marker.
+
+    ``stacklevel`` as the caller's own ``warnings.warn`` would take it.
+    """
+    if truth.size and np.mean(truth == -1) >= MARKED_SHARE_WARNING:
+        warnings.warn(
+            f"score: {np.mean(truth == -1):.0%} of y is the unlabeled marker {unlabeled!r}, "
+            "and score counts each such point as a known outlier, right when rejected. If they are "
+            "unlabeled samples (a semi-supervised y, e.g. in GridSearchCV or cross_val_score), the score "
+            "rewards rejecting: score on points of known truth only, e.g. with test folds of seeds only "
+            "(README, Model selection).", UserWarning, stacklevel=stacklevel + 1)
 
 
 def decode_labels(classes, encoded, unlabeled=UNLABELED):

@@ -10,7 +10,6 @@ calibration and the outlier decision in :mod:`fastprop.refinement` (over
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from typing import Literal
 
@@ -20,7 +19,8 @@ from numpy.typing import ArrayLike
 
 from ._concurrency import serialised
 from ._estimator_protocol import TransductiveEstimator
-from ._labels import check_known_outliers, check_labels, check_validation, decode_labels, encode_known
+from ._labels import (check_known_outliers, check_labels, check_validation, decode_labels, encode_known,
+                      warn_if_mostly_marked)
 from ._reporting import Reporter
 from ._settings import check_settings, decision_options, pass_options, patch_workspace
 from ._validation import check_features, check_graph, check_memory, check_random_state, check_sample_weight
@@ -38,9 +38,6 @@ __all__ = ["FastProp", "REJECT_ALL"]
 #: 1,000 classes on 20,000 samples (the distributions, a walk step's input and output, the
 #: predictor's float32 levels; bench/RESULTS.md, fuzzing round 14).
 PEAK_CLASS_ARRAYS = 5
-#: :meth:`FastProp.score` warns when at least this share of its ``y`` is the unlabeled marker: so many
-#: known outliers are rare, a semi-supervised ``y`` in scikit-learn's model selection is not (~99%).
-MARKED_SHARE_WARNING = 0.9
 
 
 class FastProp(TransductiveEstimator):
@@ -719,8 +716,8 @@ class FastProp(TransductiveEstimator):
 
         The marker is a *known* outlier here: a semi-supervised ``y`` in
         ``GridSearchCV`` or ``cross_val_score`` would reward the model that
-        rejects the most, so a warning says so from :data:`MARKED_SHARE_WARNING`
-        of the points marked (test on seeds only: README, Model selection).
+        rejects the most, so a warning says so when 90% of the points are
+        marked (test on seeds only: README, Model selection).
 
         Parameters
         ----------
@@ -740,13 +737,7 @@ class FastProp(TransductiveEstimator):
         distributions, confidence = self._predict_new(X)
         if truth.size != confidence.size:
             raise ValueError(f"y has {truth.size} labels but X has {confidence.size} points.")
-        if truth.size and np.mean(truth == -1) >= MARKED_SHARE_WARNING:
-            warnings.warn(
-                f"score: {np.mean(truth == -1):.0%} of y is the unlabeled marker {self._fitted_unlabeled!r}, "
-                "and score counts each such point as a known outlier, right when rejected. If they are "
-                "unlabeled samples (a semi-supervised y, e.g. in GridSearchCV or cross_val_score), the score "
-                "rewards rejecting: score on points of known truth only, e.g. with test folds of seeds only "
-                "(README, Model selection).", UserWarning, stacklevel=2)
+        warn_if_mostly_marked(truth, self._fitted_unlabeled, stacklevel=2)
         weights = check_sample_weight(sample_weight, truth.size)
         predicted = distributions.argmax(axis=1)
         predicted[confidence < self.outlier_threshold_] = -1
