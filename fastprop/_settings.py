@@ -42,6 +42,8 @@ def check_settings(model):
     check_real("single_view_confidence", model.single_view_confidence, low=0, high=1)
     check_integer("predictor_depth", model.predictor_depth, low=0, high=10)
     check_real("predictor_l2", model.predictor_l2, low=0)
+    if model.feature_energy is not None:
+        check_real("feature_energy", model.feature_energy, low=0, high=1, low_inclusive=False)
     check_integer("confnet_depth", model.confnet_depth, low=0, high=10)
     check_real("confnet_l2", model.confnet_l2, low=0)
     check_real("eta", model.eta, low=0, high=0.5, low_inclusive=False)

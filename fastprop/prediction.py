@@ -539,7 +539,7 @@ class LinearScorer:
         self.intercept = np.asarray(intercept, dtype=np.float64)
 
     @classmethod
-    def from_later_levels(cls, features, row_scale, coef, intercept, later_levels):
+    def from_later_levels(cls, features, row_scale, coef, intercept, later_levels, directions=None):
         """The scorer of the fitted SGC predictor ``(coef, intercept)``, given its levels but the first.
 
         Level 0, ``(X / |X|) W``, is made here, in the buffer of the float32
@@ -550,26 +550,32 @@ class LinearScorer:
         Parameters
         ----------
         features : ndarray of shape (n_samples, n_features), float32
-            The fitted embeddings, as the fit read them.
+            The fitted embeddings as the predictor read them: ``X``, or ``X P``
+            (``directions``).
         row_scale : ndarray of shape (n_samples,) or None
-            Their inverse norms (None: unit rows).
+            The inverse norms of ``X`` (None: unit rows).
         coef, intercept
-            See the class.
+            See the class; ``coef`` of shape (n_kept, n_classes) with ``directions``.
         later_levels : sequence of ndarray of shape (n_samples, n_classes), float32, or None
             ``S^k L`` for ``k = 1 .. depth - 1`` (empty for depth 1); None for depth 0.
+        directions : ndarray of shape (n_features, n_kept) or None
+            The orthonormal directions ``P`` the predictor's features were
+            projected on (:mod:`fastprop.principal`): a new point's unit row
+            ``u`` then takes ``u (P W)``.
 
         Returns
         -------
         LinearScorer
         """
+        coef_of_rows = coef if directions is None else directions @ np.asarray(coef, dtype=np.float64)
         if later_levels is None:
-            return cls([], coef, intercept)
+            return cls([], coef_of_rows, intercept)
         logits = features @ np.asarray(coef).astype(np.float32)
         for begin in range(0, logits.shape[0], BLOCK_ROWS):
             rows = slice(begin, begin + BLOCK_ROWS)
             logits[rows] = float64_scaled_rows(logits[rows], None if row_scale is None else row_scale[rows])
         levels = [logits, *later_levels]
-        return cls(levels, coef, intercept)
+        return cls(levels, coef_of_rows, intercept)
 
     def logits_of_rows(self, unit, indices, weights):
         """Logits (with ``b``) of points with unit rows ``unit`` and graph rows ``(indices, weights)``."""

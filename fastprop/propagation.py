@@ -22,6 +22,7 @@ from .feature_rows import FeatureRows
 from .linear import fit_softmax_regression, one_hot, write_softmax_rows
 from .local_networks import LOCAL_NETWORKS, NetworkPatchPredictor
 from .prediction import LinearScorer
+from .principal import principal_directions, projected_rows
 from .rows import float64_scaled_rows, inverse_norms, unit_rows
 from .scheduler import LinearPatchPredictor, PropagationState, propagate, training_features, training_patches
 from .self_training import most_confident_per_class, pseudo_label_total
@@ -47,15 +48,29 @@ class FitContext:
     tie_rank: np.ndarray
     rng: np.random.Generator
     known_outliers: np.ndarray  # unlabeled samples known to be of no class: never pseudo-labels
-    feature_rows: FeatureRows  # SGC rows of the features, for every fit of the local predictor and the provisional step
+    # SGC rows of the SGC local predictor's features, for its every fit and the provisional step's: ``features``,
+    # or ``features @ directions`` (their rows times ``row_scale`` the unit rows' projections)
+    feature_rows: FeatureRows
+    directions: object  # (n_features, n_kept) orthonormal, float64, or None (the features as they are)
 
     @classmethod
-    def of(cls, graph, features, seed_class, n_classes, tie_rank, rng, known_outliers):
-        """The context of a fit on ``graph`` (checked) and ``features``: its walk, inverse norms and feature rows."""
+    def of(cls, graph, features, seed_class, n_classes, tie_rank, rng, known_outliers, feature_energy=None):
+        """The context of a fit on ``graph`` (checked) and ``features``: its walk, inverse norms and feature rows.
+
+        ``feature_energy``: the SGC local predictor's features are the unit
+        rows' projections on their :func:`~fastprop.principal.principal_directions`
+        keeping that share of their energy, when those are due and every row
+        keeps enough of its own (:func:`~fastprop.principal.projected_rows`);
+        None keeps the features.
+        """
         walk, row_scale = RandomWalk(graph), inverse_norms(features)
+        directions = principal_directions(features, row_scale, feature_energy)
+        predictor_features = None if directions is None else projected_rows(features, row_scale, directions)
+        if predictor_features is None:
+            directions, predictor_features = None, features
         return cls(graph=graph, walk=walk, features=features, row_scale=row_scale, seed_class=seed_class,
                    n_classes=n_classes, tie_rank=tie_rank, rng=rng, known_outliers=known_outliers,
-                   feature_rows=FeatureRows(walk, features, row_scale))
+                   feature_rows=FeatureRows(walk, predictor_features, row_scale), directions=directions)
 
 
 @dataclass(frozen=True)
@@ -272,13 +287,17 @@ class _LinearLocalPredictor:
 
     def __init__(self, context, workspace, options):
         self.walk = context.walk
-        self.features = context.features
+        self.features = context.feature_rows.features  # the features, or their projections (FitContext)
         self.row_scale = context.row_scale
+        self.directions = context.directions
         self.depth = depth = options.predictor_depth
         self.seed_rows = None  # the seeds' whole-graph SGC rows, kept for a refit
         if options.predictor_training == "patches":
+            # the unit rows (unit_rows's arithmetic), or their projections
+            scaled = (self.features if self.row_scale is None else
+                      (self.features * self.row_scale[:, None]).astype(np.float32))
             rows, row_class, self.n_training_patches = training_features(
-                workspace, unit_rows(context.features), context.seed_class, context.tie_rank
+                workspace, scaled, context.seed_class, context.tie_rank
             )
         else:
             seeds = np.flatnonzero(context.seed_class >= 0)
@@ -341,7 +360,7 @@ class _LinearLocalPredictor:
         """
         self.finish()
         return functools.partial(LinearScorer.from_later_levels, self.features, self.row_scale, self.coef,
-                                 self.bias, self.later_levels if self.depth > 0 else None)
+                                 self.bias, self.later_levels if self.depth > 0 else None, self.directions)
 
 
 class _NetworkLocalPredictor:

@@ -249,12 +249,12 @@ def test_refine_confidence_refuses_a_zero_one_mask_of_integers(two_clusters):
         refine_confidence(graph, distributions, labeled=(y >= 0).astype(int), random_state=0)
 
 
-@pytest.mark.parametrize("setting", ["min_gain", "eta", "predictor_l2", "outlier_share"])
+@pytest.mark.parametrize("setting", ["min_gain", "eta", "predictor_l2", "outlier_share", "feature_energy"])
 @pytest.mark.parametrize("value", [10**20, 10**400, -(10**400)], ids=["1e20", "1e400", "-1e400"])
 def test_real_settings_given_python_integers_past_uint64_are_checked_as_numbers(two_clusters, setting, value):
     X, y, graph = two_clusters
     finite = abs(value) < 1e300
-    # eta <= 0.5 and outlier_share <= 1: out of range; min_gain and predictor_l2 have no upper end
+    # eta <= 0.5, outlier_share and feature_energy <= 1: out of range; min_gain and predictor_l2 have no upper end
     if finite and setting in ("min_gain", "predictor_l2"):
         FastProp(n_neighbors=10, random_state=0, **{setting: value}).fit(X, y, graph=graph)
         return
