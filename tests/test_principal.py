@@ -8,6 +8,7 @@ from fastprop import FastProp, build_knn_graph
 from fastprop.principal import (MAX_KEPT_SHARE, MIN_FEATURES, MIN_ROW_ENERGY, principal_directions,
                                 projected_rows)
 from fastprop.rows import inverse_norms
+from threads import run_on_threads
 
 
 def low_rank_clusters(n_per_class=60, n_classes=3, rank=6, n_features=MIN_FEATURES, noise=0.0, seed=0):
@@ -104,6 +105,22 @@ def test_every_column_is_kept_with_none_or_when_a_row_would_lose_its_direction()
     X[7] = (off / np.linalg.norm(off)).astype(np.float32)  # an unlabeled row all off it
     assert y[7] == -1
     assert FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph).n_predictor_features_ == MIN_FEATURES
+
+
+def test_a_projected_fit_is_the_same_to_the_bit_on_one_thread_or_two_and_again():
+    X, y, *_ = low_rank_clusters(n_per_class=200, rank=40, noise=0.05)
+    graph = build_knn_graph(X, 10, random_state=0)
+
+    def fit():
+        model = FastProp(n_neighbors=10, random_state=0).fit(X, y, graph=graph)
+        return model.n_predictor_features_, model.label_distributions_, model.confidence_, model.predict_proba(X[:50])
+
+    first, one, two = fit(), run_on_threads(1, fit), run_on_threads(2, fit)
+    assert 6 < first[0] < MIN_FEATURES
+    for other in (one, two):
+        assert other[0] == first[0]
+        for got, expected in zip(other[1:], first[1:]):
+            assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("value", [0.0, -0.1, 1.5, float("nan"), "all"])
