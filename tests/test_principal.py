@@ -1,5 +1,7 @@
 """The SGC models' features on their leading principal directions (``feature_energy``), against references."""
 
+import pickle
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -121,6 +123,17 @@ def test_a_projected_fit_is_the_same_to_the_bit_on_one_thread_or_two_and_again()
         assert other[0] == first[0]
         for got, expected in zip(other[1:], first[1:]):
             assert_array_equal(got, expected)
+
+
+def test_a_pickled_projected_model_predicts_as_it_did():
+    X, y, _, coordinates, basis = low_rank_clusters(noise=0.01)
+    model = FastProp(n_neighbors=10, random_state=0).fit(X, y)
+    assert model.n_predictor_features_ < MIN_FEATURES
+    new = (coordinates[::4] @ basis.T + 0.05).astype(np.float32)
+    again = pickle.loads(pickle.dumps(model))
+    assert again.n_predictor_features_ == model.n_predictor_features_
+    assert_array_equal(again.predict_proba(new), model.predict_proba(new))
+    assert_array_equal(again.predict(new), model.predict(new))
 
 
 @pytest.mark.parametrize("value", [0.0, -0.1, 1.5, float("nan"), "all"])
