@@ -69,6 +69,7 @@ PAPER_SETTINGS = {  # our departures from the paper: the paper's value of each
     "provisional_classes": False,
     "calibrate_confidence": False,
     "single_view_restarts": False,
+    "feature_energy": None,  # every column for the SGC models
 }
 #: Table 2 compares the paper's confidence sources, so its rows leave out the provisional
 #: classes (issue #16) that refine any of them; the last row is the default with them.
