@@ -157,7 +157,7 @@ class FastProp(TransductiveEstimator):
         keeping this share of their energy (:mod:`fastprop.principal`: not
         with under 128 columns, or when that keeps over 3/4 of them): 139 of
         Banking77's 384 MiniLM dimensions, 104 of MNIST's 784 pixels, a tie
-        in accuracy at 0.5-0.9x the time (bench/RESULTS.md). None: all (the paper's).
+        in accuracy at 0.5-1.0x the time (bench/RESULTS.md). None: all (the paper's).
     confnet_depth : int, default=1
         SGC depth of ConfNet.
     confnet_l2 : float, default=1e-3
